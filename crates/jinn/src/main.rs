@@ -1,0 +1,2 @@
+//! `jinn`: the command line.
+fn main() {}
