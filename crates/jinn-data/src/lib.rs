@@ -26,6 +26,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod pickle;
 pub mod rng;
+pub mod split_writer;
 
 pub use episode::{ActionArray, ActionDtype, EpisodeRecord, FrameShape};
 pub use error::{DataError, Result};
