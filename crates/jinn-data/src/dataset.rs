@@ -1,1 +1,335 @@
-//! (in progress)
+//! A dataset split on disk: the sorted `*.array_record` files of a directory, an index of
+//! every record's length, and decoding of frame windows with full validation.
+//!
+//! Record lengths come from `metadata.json` (jinn writes them per file) or, for datasets
+//! written elsewhere (Jasmine's), from one parallel scan whose result is cached next to the
+//! files in `.jinn_index.json` (keyed by file name and size, so a changed file is rescanned).
+
+use crate::array_record::ArrayRecordReader;
+use crate::atomic_file::write_atomically;
+use crate::episode::{EpisodeRecord, FrameShape};
+use crate::error::{DataError, Result};
+use crate::metadata::DatasetMetadata;
+use crate::pickle::decode_episode;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// File name of the record-length cache written for datasets without per-file lengths.
+pub const INDEX_CACHE_FILE: &str = ".jinn_index.json";
+
+/// A record long enough to sample from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef {
+    /// Index into [`Dataset::files`].
+    pub file: u32,
+    /// Record index within that file.
+    pub record: u32,
+    /// Frames in the record.
+    pub len: u32,
+}
+
+/// A window of frames cut from one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// `[T, H, W, C]` u8.
+    pub frames: Vec<u8>,
+    /// `[T, k]` actions (row-major), when the record has them.
+    pub actions: Option<Vec<i64>>,
+    /// Values per action step (`k`).
+    pub action_dims: usize,
+}
+
+/// An opened dataset split.
+pub struct Dataset {
+    root: PathBuf,
+    files: Vec<ArrayRecordReader>,
+    shape: FrameShape,
+    records: Vec<RecordRef>,
+    total_records: usize,
+    metadata: Option<DatasetMetadata>,
+}
+
+impl Dataset {
+    /// Open `path` (a directory of `*.array_record` files or one such file) and index every
+    /// record of at least `min_len` frames. `shape` overrides the frame shape recorded in
+    /// `metadata.json` (needed for datasets whose metadata lacks it, such as Jasmine's).
+    pub fn open(path: &Path, min_len: usize, shape: Option<FrameShape>) -> Result<Self> {
+        let (root, paths) = list_record_files(path)?;
+        let metadata = match DatasetMetadata::find(&root) {
+            Some(p) => Some(DatasetMetadata::load(&p)?),
+            None => None,
+        };
+        let shape = shape.or_else(|| metadata.as_ref().and_then(|m| m.frame_shape())).ok_or_else(|| {
+            DataError::invalid(
+                "--frame-shape",
+                format!(
+                    "{} has no metadata.json with height/width/channels (looked in the directory and its \
+                     parent); pass the frame shape, e.g. --frame-shape 64x64x3",
+                    root.display()
+                ),
+            )
+        })?;
+        if shape.frame_bytes() == 0 {
+            return Err(DataError::invalid("--frame-shape", format!("{shape:?} has a zero dimension")));
+        }
+        let files = paths.iter().map(|p| ArrayRecordReader::open(p)).collect::<Result<Vec<_>>>()?;
+        let lens = record_lengths(&root, &files, metadata.as_ref(), shape)?;
+        let total_records = lens.iter().map(Vec::len).sum();
+        let records = lens
+            .iter()
+            .enumerate()
+            .flat_map(|(f, lens)| {
+                lens.iter().enumerate().map(move |(r, &len)| RecordRef {
+                    file: f as u32,
+                    record: r as u32,
+                    len: len as u32,
+                })
+            })
+            .filter(|r| r.len as usize >= min_len.max(1))
+            .collect();
+        Ok(Dataset { root, files, shape, records, total_records, metadata })
+    }
+
+    /// Directory holding the files.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Frame shape.
+    pub fn frame_shape(&self) -> FrameShape {
+        self.shape
+    }
+
+    /// The readers, in sorted file order.
+    pub fn files(&self) -> &[ArrayRecordReader] {
+        &self.files
+    }
+
+    /// Records long enough to sample from, in (file, record) order.
+    pub fn records(&self) -> &[RecordRef] {
+        &self.records
+    }
+
+    /// All records, including the ones too short to sample from.
+    pub fn total_records(&self) -> usize {
+        self.total_records
+    }
+
+    /// Records dropped because they are shorter than the requested length.
+    pub fn skipped_short(&self) -> usize {
+        self.total_records - self.records.len()
+    }
+
+    /// `metadata.json`, when present.
+    pub fn metadata(&self) -> Option<&DatasetMetadata> {
+        self.metadata.as_ref()
+    }
+
+    /// Decode one whole record and check it against the frame shape.
+    pub fn read_record(&self, file: usize, record: u64) -> Result<EpisodeRecord> {
+        let reader = &self.files[file];
+        let bytes = reader.read(record)?;
+        let fail =
+            |reason: String| DataError::Record { path: reader.path().to_path_buf(), index: record, reason };
+        let episode = decode_episode(&bytes).map_err(|e| fail(e.to_string()))?;
+        validate_record(&episode, self.shape).map_err(fail)?;
+        Ok(episode)
+    }
+
+    /// Frames `start..start+len` of a record (and the same window of its actions).
+    pub fn read_window(&self, r: RecordRef, start: usize, len: usize) -> Result<Window> {
+        let episode = self.read_record(r.file as usize, r.record as u64)?;
+        if start + len > episode.sequence_length {
+            return Err(DataError::Record {
+                path: self.files[r.file as usize].path().to_path_buf(),
+                index: r.record as u64,
+                reason: format!(
+                    "window {start}..{} lies outside the record's {} frames (the length index is stale: \
+                     delete {INDEX_CACHE_FILE} or regenerate metadata.json)",
+                    start + len,
+                    episode.sequence_length
+                ),
+            });
+        }
+        let fb = self.shape.frame_bytes();
+        let frames = episode.raw_video[start * fb..(start + len) * fb].to_vec();
+        let (actions, action_dims) = match &episode.actions {
+            Some(a) => {
+                let k = a.per_step();
+                (Some(a.values[start * k..(start + len) * k].to_vec()), k)
+            }
+            None => (None, 0),
+        };
+        Ok(Window { frames, actions, action_dims })
+    }
+}
+
+/// Check a decoded record's sizes against the frame shape; returns what was wrong.
+pub fn validate_record(e: &EpisodeRecord, shape: FrameShape) -> std::result::Result<(), String> {
+    let expected = e.sequence_length.checked_mul(shape.frame_bytes());
+    if expected != Some(e.raw_video.len()) {
+        return Err(format!(
+            "raw_video has {} bytes but sequence_length {} × frame {}×{}×{} needs {} (wrong --frame-shape?)",
+            e.raw_video.len(),
+            e.sequence_length,
+            shape.height,
+            shape.width,
+            shape.channels,
+            e.sequence_length.saturating_mul(shape.frame_bytes())
+        ));
+    }
+    if let Some(a) = &e.actions {
+        if a.steps() != e.sequence_length || a.values.len() != a.steps() * a.per_step() {
+            return Err(format!(
+                "actions have shape {:?} ({} values); expected {} steps",
+                a.shape,
+                a.values.len(),
+                e.sequence_length
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The sorted `*.array_record` files of `path` (or `path` itself if it is a file), and the
+/// directory they live in.
+pub fn list_record_files(path: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+    if path.is_file() {
+        let root = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        return Ok((root, vec![path.to_path_buf()]));
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| DataError::io(path, e))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let p = entry.map_err(|e| DataError::io(path, e))?.path();
+        if p.extension().is_some_and(|x| x == "array_record") && p.is_file() {
+            files.push(p);
+        }
+    }
+    // Jasmine lists files unsorted (file-system order); sorting makes record numbering stable.
+    files.sort();
+    if files.is_empty() {
+        return Err(DataError::invalid(
+            "dataset path",
+            format!(
+                "{} contains no *.array_record files (point at a split such as data/breakout/train)",
+                path.display()
+            ),
+        ));
+    }
+    Ok((path.to_path_buf(), files))
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct IndexCache {
+    files: Vec<CachedFile>,
+}
+
+#[derive(Serialize, Deserialize, Clone)]
+struct CachedFile {
+    name: String,
+    size: u64,
+    seq_lens: Vec<usize>,
+}
+
+/// Frames of every record of every file: from metadata, the cache, or a parallel scan.
+fn record_lengths(
+    root: &Path,
+    files: &[ArrayRecordReader],
+    metadata: Option<&DatasetMetadata>,
+    shape: FrameShape,
+) -> Result<Vec<Vec<usize>>> {
+    let cache_path = root.join(INDEX_CACHE_FILE);
+    let cache: IndexCache =
+        std::fs::read(&cache_path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let mut lens = Vec::with_capacity(files.len());
+    let mut missing = Vec::new();
+    let mut entries = Vec::with_capacity(files.len());
+    for (i, reader) in files.iter().enumerate() {
+        let name = file_name(reader.path());
+        let size = std::fs::metadata(reader.path()).map_err(|e| DataError::io(reader.path(), e))?.len();
+        let known = lens_from_metadata(metadata, &name, reader.len())
+            .or_else(|| {
+                cache.files.iter().find(|c| c.name == name && c.size == size).map(|c| c.seq_lens.clone())
+            })
+            .filter(|l| l.len() as u64 == reader.len());
+        if known.is_none() {
+            missing.push(i);
+        }
+        lens.push(known.unwrap_or_default());
+        entries.push((name, size));
+    }
+    if missing.is_empty() {
+        return Ok(lens);
+    }
+    tracing::info!("indexing {} file(s) in {} (decoding every record once)", missing.len(), root.display());
+    let scanned = scan_lengths(files, &missing, shape)?;
+    for (i, l) in missing.iter().zip(scanned) {
+        lens[*i] = l;
+    }
+    let cache = IndexCache {
+        files: entries
+            .into_iter()
+            .zip(&lens)
+            .map(|((name, size), l)| CachedFile { name, size, seq_lens: l.clone() })
+            .collect(),
+    };
+    // A read-only dataset directory simply goes without the cache.
+    if let Err(e) = write_atomically(&cache_path, &serde_json::to_vec(&cache).expect("cache serialises")) {
+        tracing::warn!("could not write the index cache: {e}");
+    }
+    Ok(lens)
+}
+
+fn lens_from_metadata(metadata: Option<&DatasetMetadata>, name: &str, count: u64) -> Option<Vec<usize>> {
+    metadata?
+        .splits
+        .values()
+        .flat_map(|s| &s.files)
+        .find(|f| f.path.rsplit('/').next() == Some(name) && f.seq_lens.len() as u64 == count)
+        .map(|f| f.seq_lens.clone())
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Decode every record of the listed files on all cores; lengths per file.
+fn scan_lengths(files: &[ArrayRecordReader], which: &[usize], shape: FrameShape) -> Result<Vec<Vec<usize>>> {
+    let jobs: Vec<(usize, u64)> =
+        which.iter().enumerate().flat_map(|(slot, &f)| (0..files[f].len()).map(move |r| (slot, r))).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
+    let results: Vec<Result<Vec<(usize, u64, usize)>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let jobs = &jobs;
+                s.spawn(move || {
+                    jobs.iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|&(slot, r)| {
+                            let reader = &files[which[slot]];
+                            let bytes = reader.read(r)?;
+                            let fail = |reason: String| DataError::Record {
+                                path: reader.path().to_path_buf(),
+                                index: r,
+                                reason,
+                            };
+                            let e = decode_episode(&bytes).map_err(|e| fail(e.to_string()))?;
+                            validate_record(&e, shape).map_err(fail)?;
+                            Ok((slot, r, e.sequence_length))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("index scan thread panicked")).collect()
+    });
+    let mut out: Vec<Vec<usize>> = which.iter().map(|&f| vec![0; files[f].len() as usize]).collect();
+    for part in results {
+        for (slot, r, len) in part? {
+            out[slot][r as usize] = len;
+        }
+    }
+    Ok(out)
+}

@@ -21,6 +21,10 @@ pub struct FileStats {
     pub num_chunks: usize,
     /// Mean frames per record.
     pub avg_seq_len: f64,
+    /// Frames of each record, in file order (jinn's extension: lets the loader index a
+    /// dataset without decoding every record).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seq_lens: Vec<usize>,
 }
 
 /// Statistics of one split (train/val/test).

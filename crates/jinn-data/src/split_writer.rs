@@ -104,17 +104,19 @@ impl SplitWriter {
         let name = format!("data_{:04}.array_record", self.stats.files.len());
         let path = self.root.join(&self.split).join(&name);
         let mut writer = ArrayRecordWriter::create(&path, self.options)?;
-        let mut frames = 0;
+        let mut seq_lens = Vec::with_capacity(self.pending.len());
         for record in self.pending.drain(..) {
-            frames += record.sequence_length;
+            seq_lens.push(record.sequence_length);
             writer.write_record(&encode_episode(&record))?;
         }
+        let frames: usize = seq_lens.iter().sum();
         let chunks = writer.finish()? as usize;
         self.stats.num_chunks += chunks;
         self.stats.files.push(FileStats {
             path: format!("{}/{}", self.split, name),
             num_chunks: chunks,
             avg_seq_len: ratio(frames, chunks),
+            seq_lens,
         });
         Ok(())
     }
