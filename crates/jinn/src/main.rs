@@ -1,2 +1,35 @@
-//! `jinn`: the command line.
-fn main() {}
+//! `jinn`: the command line of jinn — world models and reversible sequence models.
+
+mod args;
+mod bench;
+mod data;
+mod logging;
+
+use clap::{Parser, Subcommand};
+
+/// jinn: generative world models and reversible sequence models in Rust.
+#[derive(Parser)]
+#[command(name = "jinn", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Episode datasets: generate, import, inspect, verify.
+    #[command(subcommand)]
+    Data(data::DataCommand),
+    /// Benchmarks that print ratios against a baseline measured in the same run.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+fn main() -> anyhow::Result<()> {
+    logging::init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Data(cmd) => data::run(cmd),
+        Command::Bench(cmd) => bench::run(cmd),
+    }
+}

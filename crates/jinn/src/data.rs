@@ -1,0 +1,85 @@
+//! `jinn data …`: generate, import, inspect and verify episode datasets.
+
+mod inspect;
+mod verify;
+
+use crate::args::parse_frame_shape;
+use clap::Subcommand;
+use jinn_data::FrameShape;
+use std::path::{Path, PathBuf};
+
+/// Dataset subcommands.
+#[derive(Subcommand)]
+pub enum DataCommand {
+    /// Print counts, shapes and an action histogram, and write a GIF of the first frames.
+    Inspect(inspect::InspectArgs),
+    /// Decode every record; name each bad one by file and index. Exits non-zero on any.
+    Verify(verify::VerifyArgs),
+}
+
+/// Run a dataset subcommand.
+pub fn run(cmd: DataCommand) -> anyhow::Result<()> {
+    match cmd {
+        DataCommand::Inspect(a) => inspect::run(a),
+        DataCommand::Verify(a) => verify::run(a),
+    }
+}
+
+/// Frame-shape override flag shared by readers.
+#[derive(clap::Args, Clone)]
+pub struct ShapeArg {
+    /// Frame shape HxW[xC]; read from metadata.json when omitted (Jasmine's datasets lack it).
+    #[arg(long, value_parser = parse_frame_shape)]
+    pub frame_shape: Option<FrameShape>,
+}
+
+/// The splits under `path`: its `train`/`val`/`test` (or any) subdirectories holding
+/// `*.array_record` files, or `path` itself when it holds them directly (or is a file).
+pub fn splits_of(path: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    if !path.exists() {
+        anyhow::bail!("{}: no such file or directory", path.display());
+    }
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
+    if path.is_file() || has_records(path) {
+        return Ok(vec![(name(path), path.to_path_buf())]);
+    }
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(path)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && has_records(p))
+        .collect();
+    // Conventional order first, then any other split by name.
+    let rank = |p: &PathBuf| match name(p).as_str() {
+        "train" => 0,
+        "val" => 1,
+        "test" => 2,
+        _ => 3,
+    };
+    subdirs.sort_by_key(|p| (rank(p), p.clone()));
+    if subdirs.is_empty() {
+        anyhow::bail!("{}: no *.array_record files here or in its subdirectories", path.display());
+    }
+    Ok(subdirs.into_iter().map(|p| (name(&p), p)).collect())
+}
+
+fn has_records(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok()).any(|e| e.path().extension().is_some_and(|x| x == "array_record")))
+        .unwrap_or(false)
+}
+
+/// Frame shape from the flag, else from `metadata.json` beside `split_dir`.
+pub fn resolve_shape(split_dir: &Path, flag: Option<FrameShape>) -> anyhow::Result<FrameShape> {
+    if let Some(s) = flag {
+        return Ok(s);
+    }
+    let dir = if split_dir.is_file() { split_dir.parent().unwrap_or(Path::new(".")) } else { split_dir };
+    let meta = jinn_data::metadata::DatasetMetadata::find(dir)
+        .map(|p| jinn_data::metadata::DatasetMetadata::load(&p))
+        .transpose()?;
+    meta.and_then(|m| m.frame_shape()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: no metadata.json with height/width/channels here or in the parent; pass --frame-shape HxWxC",
+            dir.display()
+        )
+    })
+}

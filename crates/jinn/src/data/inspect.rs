@@ -1,0 +1,117 @@
+//! `jinn data inspect`: counts, shapes, record lengths, action histogram, preview GIF.
+
+use super::{resolve_shape, splits_of, ShapeArg};
+use jinn_data::array_record::ArrayRecordReader;
+use jinn_data::dataset::list_record_files;
+use jinn_data::gif_writer::{write_gif, GifOptions};
+use jinn_data::metadata::DatasetMetadata;
+use jinn_data::pickle::decode_episode;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Arguments of `jinn data inspect`.
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    /// Dataset root, split directory or single `.array_record` file.
+    pub path: PathBuf,
+    #[command(flatten)]
+    pub shape: ShapeArg,
+    /// Where to write the preview GIF (default: `preview.gif` in PATH's directory).
+    #[arg(long)]
+    pub gif: Option<PathBuf>,
+    /// Frames in the preview GIF.
+    #[arg(long, default_value_t = 64)]
+    pub gif_frames: usize,
+    /// Decode at most this many records per split for the length/action statistics.
+    #[arg(long, default_value_t = 2000)]
+    pub max_records: usize,
+}
+
+/// Statistics of one split.
+#[derive(Default)]
+struct SplitSummary {
+    files: usize,
+    records: u64,
+    decoded: usize,
+    frames: usize,
+    min_len: usize,
+    max_len: usize,
+    action_shape: Option<(String, usize)>,
+    histogram: BTreeMap<i64, usize>,
+}
+
+/// Inspect a dataset.
+pub fn run(args: InspectArgs) -> anyhow::Result<()> {
+    let splits = splits_of(&args.path)?;
+    let root = if args.path.is_file() { args.path.parent().unwrap_or(&args.path).to_path_buf() } else { args.path.clone() };
+    if let Some(meta) = DatasetMetadata::find(&root).map(|p| DatasetMetadata::load(&p)).transpose()? {
+        println!("env: {}  num_actions: {}", meta.env, meta.num_actions.map_or("-".into(), |n| n.to_string()));
+    }
+    let mut preview = None;
+    for (name, dir) in &splits {
+        let shape = resolve_shape(dir, args.shape.frame_shape)?;
+        let (_, files) = list_record_files(dir)?;
+        let mut s = SplitSummary { files: files.len(), min_len: usize::MAX, ..Default::default() };
+        for file in &files {
+            let reader = ArrayRecordReader::open(file)?;
+            s.records += reader.len();
+            for i in 0..reader.len() {
+                if s.decoded >= args.max_records {
+                    break;
+                }
+                let record = decode_episode(&reader.read(i)?)
+                    .map_err(|e| anyhow::anyhow!("{}: record {i}: {e}", file.display()))?;
+                s.decoded += 1;
+                s.frames += record.sequence_length;
+                s.min_len = s.min_len.min(record.sequence_length);
+                s.max_len = s.max_len.max(record.sequence_length);
+                if let Some(a) = &record.actions {
+                    s.action_shape = Some((a.dtype.numpy_name().to_string(), a.per_step()));
+                    for &v in &a.values {
+                        *s.histogram.entry(v).or_default() += 1;
+                    }
+                }
+                if preview.is_none() {
+                    preview = Some((record, shape));
+                }
+            }
+        }
+        print_summary(name, &s, shape);
+    }
+    if let Some((record, shape)) = preview {
+        let frames = record.sequence_length.min(args.gif_frames.max(1));
+        let path = args.gif.unwrap_or_else(|| root.join("preview.gif"));
+        let options = GifOptions { scale: 4, ..GifOptions::default() };
+        write_gif(&path, &record.raw_video[..frames * shape.frame_bytes()], frames, shape, &options)?;
+        println!("preview: {} ({frames} frames of the first record)", path.display());
+    }
+    Ok(())
+}
+
+fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape) {
+    let partial = if (s.decoded as u64) < s.records { format!(" (stats over the first {})", s.decoded) } else { String::new() };
+    println!(
+        "{name}: {} file(s), {} records{partial}, frame {}x{}x{}",
+        s.files, s.records, shape.height, shape.width, shape.channels
+    );
+    if s.decoded > 0 {
+        println!(
+            "  frames {}  record length min {} / mean {:.1} / max {}",
+            s.frames,
+            s.min_len,
+            s.frames as f64 / s.decoded as f64,
+            s.max_len
+        );
+    }
+    match &s.action_shape {
+        None => println!("  actions: none"),
+        Some((dtype, k)) => {
+            let total: usize = s.histogram.values().sum();
+            println!("  actions: {dtype}, {k} per step; histogram:");
+            for (value, count) in &s.histogram {
+                let share = *count as f64 / total.max(1) as f64;
+                println!("    {value:>4}: {count:>9} {:5.1}% {}", share * 100.0, "#".repeat((share * 50.0).round() as usize));
+            }
+        }
+    }
+}
