@@ -125,7 +125,7 @@ fn check_frames(len_a: usize, len_b: usize, shape: FrameShape, frames: usize) ->
             format!("buffers differ in length ({len_a} vs {len_b}); expected equal shapes"),
         ));
     }
-    let ok = if frames == 0 { len_a % frame == 0 } else { len_a == frames * frame };
+    let ok = if frames == 0 { len_a.is_multiple_of(frame) } else { len_a == frames * frame };
     if !ok {
         return Err(DataError::invalid(
             "metric inputs",
@@ -152,13 +152,7 @@ fn gaussian_window() -> [f64; SSIM_WINDOW] {
 }
 
 /// Mean of the cropped SSIM map of channel `c`.
-fn ssim_channel<P: UnitPixel>(
-    a: &[P],
-    b: &[P],
-    shape: FrameShape,
-    c: usize,
-    w: &[f64; SSIM_WINDOW],
-) -> f64 {
+fn ssim_channel<P: UnitPixel>(a: &[P], b: &[P], shape: FrameShape, c: usize, w: &[f64; SSIM_WINDOW]) -> f64 {
     let (h, wd, ch) = (shape.height, shape.width, shape.channels);
     let (oh, ow) = (h - 2 * SSIM_RADIUS, wd - 2 * SSIM_RADIUS);
     // Row pass: five filtered quantities (x, y, x², y², xy) per output pixel.
@@ -258,7 +252,8 @@ mod tests {
     //     p = peak_signal_noise_ratio(a, b, data_range=1.0)
     //     print(args, repr(s), repr(p))
     // Output, as (args, ssim, psnr):
-    const CASES: [((usize, usize, usize, f64, bool), f64, f64); 5] = [
+    type Case = ((usize, usize, usize, f64, bool), f64, f64);
+    const CASES: [Case; 5] = [
         ((16, 20, 3, 0.1, false), 0.9532825729640212, 30.75669177723935),
         ((64, 64, 3, 0.2, false), 0.8386878353051669, 24.7372236952268),
         ((11, 13, 1, 0.05, false), 0.9886390304505266, 36.77808722178352),
