@@ -55,7 +55,7 @@ impl SplitWriter {
         if chunk_len == 0 {
             return Err(DataError::invalid("--chunk-len", "must be at least 1"));
         }
-        if frame_bytes == 0 || frames.len() % frame_bytes != 0 {
+        if frame_bytes == 0 || !frames.len().is_multiple_of(frame_bytes) {
             return Err(DataError::invalid(
                 "episode frames",
                 format!("{} bytes is not a whole number of {:?} frames", frames.len(), shape),
