@@ -44,21 +44,26 @@ impl<'a> Canvas<'a> {
 
     /// Fill the whole frame with `color`.
     pub fn clear(&mut self, color: Rgb) {
-        for px in self.frame.chunks_exact_mut(3) {
-            px.copy_from_slice(&color);
-        }
+        self.fill_pixels(0, self.width, 0, self.height, color);
     }
 
     /// Fill the logical rectangle `[x0, x1) × [y0, y1)`, clipped to the canvas.
     pub fn fill_rect(&mut self, x0: i32, y0: i32, x1: i32, y1: i32, color: Rgb) {
         let Some((c0, c1)) = to_pixels(x0, x1, self.width) else { return };
         let Some((r0, r1)) = to_pixels(y0, y1, self.height) else { return };
-        for row in r0..r1 {
-            let start = (row * self.width + c0) * 3;
-            let end = (row * self.width + c1) * 3;
-            for px in self.frame[start..end].chunks_exact_mut(3) {
-                px.copy_from_slice(&color);
-            }
+        self.fill_pixels(c0, c1, r0, r1, color);
+    }
+
+    /// Fill pixel columns `c0..c1` of rows `r0..r1`: the first row pixel by pixel, the others
+    /// copied from it.
+    fn fill_pixels(&mut self, c0: usize, c1: usize, r0: usize, r1: usize, color: Rgb) {
+        let stride = self.width * 3;
+        let (start, end) = (r0 * stride + c0 * 3, r0 * stride + c1 * 3);
+        for px in self.frame[start..end].chunks_exact_mut(3) {
+            px.copy_from_slice(&color);
+        }
+        for row in r0 + 1..r1 {
+            self.frame.copy_within(start..end, start + (row - r0) * stride);
         }
     }
 }
