@@ -252,7 +252,8 @@ pub struct GenProgress {
 /// Generate the dataset described by `cfg` into `out_dir` and return its metadata (also
 /// saved as `out_dir/metadata.json`, written last). `out_dir` must be missing or empty unless
 /// `cfg.overwrite` is set; see [`clear_dataset`] for what overwriting removes. Splits with no
-/// episode get no directory.
+/// episode get no directory. A run that fails part-way leaves the files written so far but no
+/// `metadata.json`, so the incomplete dataset is never mistaken for a finished one.
 pub fn generate_dataset(
     cfg: &GenerateConfig,
     out_dir: &Path,
