@@ -1,5 +1,7 @@
 //! `jinn data …`: generate, import, inspect and verify episode datasets.
 
+mod gen;
+mod import;
 mod inspect;
 mod verify;
 
@@ -11,6 +13,12 @@ use std::path::{Path, PathBuf};
 /// Dataset subcommands.
 #[derive(Subcommand)]
 pub enum DataCommand {
+    /// Play a built-in game with a random sticky-action policy and write train/val/test.
+    Gen(gen::GenArgs),
+    /// Import videos (via ffmpeg) as episodes without actions.
+    ImportVideo(import::ImportVideoArgs),
+    /// Import folders of numbered PNG frames as episodes without actions.
+    ImportPngs(import::ImportPngsArgs),
     /// Print counts, shapes and an action histogram, and write a GIF of the first frames.
     Inspect(inspect::InspectArgs),
     /// Decode every record; name each bad one by file and index. Exits non-zero on any.
@@ -20,6 +28,9 @@ pub enum DataCommand {
 /// Run a dataset subcommand.
 pub fn run(cmd: DataCommand) -> anyhow::Result<()> {
     match cmd {
+        DataCommand::Gen(a) => gen::run(a),
+        DataCommand::ImportVideo(a) => import::run_video(a),
+        DataCommand::ImportPngs(a) => import::run_pngs(a),
         DataCommand::Inspect(a) => inspect::run(a),
         DataCommand::Verify(a) => verify::run(a),
     }

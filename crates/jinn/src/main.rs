@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod data;
 mod logging;
+mod progress;
 
 use clap::{Parser, Subcommand};
 
