@@ -1,10 +1,8 @@
 //! Turning the raw bytes of one chunk, as stored in the file (block headers interleaved),
 //! into its verified header and data.
 
-use super::container::{
-    chunk_end, ChunkHeader, BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE,
-};
 use super::container::hash64;
+use super::container::{chunk_end, ChunkHeader, BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE};
 use super::Issue;
 
 /// A chunk whose header, block headers and data hash have been verified.

@@ -2,8 +2,8 @@
 //! zero padding for short chunks, padding chunks up to a block boundary.
 
 use super::container::{
-    block_header, chunk_end, ChunkHeader, BLOCK_SIZE, CHUNK_HEADER_SIZE, CHUNK_PADDING,
-    CHUNK_SIGNATURE, USABLE_BLOCK_SIZE,
+    block_header, chunk_end, ChunkHeader, BLOCK_SIZE, CHUNK_HEADER_SIZE, CHUNK_PADDING, CHUNK_SIGNATURE,
+    USABLE_BLOCK_SIZE,
 };
 use std::io::{self, Write};
 
@@ -35,7 +35,7 @@ impl<W: Write> ChunkWriter<W> {
         const ZEROS: [u8; 4096] = [0; 4096];
         while self.pos < end {
             // write_spread first lays a block header when at a boundary.
-            let data_start = self.pos + u64::from(self.pos % BLOCK_SIZE == 0) * 24;
+            let data_start = self.pos + u64::from(self.pos.is_multiple_of(BLOCK_SIZE)) * 24;
             let room = BLOCK_SIZE - data_start % BLOCK_SIZE;
             let n = (end - data_start).min(room).min(ZEROS.len() as u64) as usize;
             self.write_spread(&ZEROS[..n], begin, end)?;
@@ -51,8 +51,7 @@ impl<W: Write> ChunkWriter<W> {
             return Ok(());
         }
         // Too little room for a chunk header: pad through the next block too.
-        let length =
-            if remaining < CHUNK_HEADER_SIZE { remaining + USABLE_BLOCK_SIZE } else { remaining };
+        let length = if remaining < CHUNK_HEADER_SIZE { remaining + USABLE_BLOCK_SIZE } else { remaining };
         let zeros = vec![0u8; (length - CHUNK_HEADER_SIZE) as usize];
         self.write_chunk(ChunkHeader::new(&zeros, CHUNK_PADDING, 0, 0), &zeros)?;
         debug_assert_eq!(self.pos % BLOCK_SIZE, 0);
@@ -62,7 +61,7 @@ impl<W: Write> ChunkWriter<W> {
     /// Write chunk bytes of the chunk `[begin, end)`, inserting block headers at boundaries.
     fn write_spread(&mut self, mut bytes: &[u8], begin: u64, end: u64) -> io::Result<()> {
         while !bytes.is_empty() {
-            if self.pos % BLOCK_SIZE == 0 {
+            if self.pos.is_multiple_of(BLOCK_SIZE) {
                 self.out.write_all(&block_header(self.pos, begin, end))?;
                 self.pos += 24;
             }

@@ -120,8 +120,7 @@ impl FooterMetadata {
             }
         })?;
         let inner = inner.ok_or("RiegeliFooterMetadata lacks array_record_metadata")?;
-        let mut meta =
-            FooterMetadata { version: 0, num_chunks: 0, num_records: 0, writer_options: None };
+        let mut meta = FooterMetadata { version: 0, num_chunks: 0, num_records: 0, writer_options: None };
         let mut bad_utf8 = false;
         for_each_field(inner, "ArrayRecordMetadata", |n, v| match (n, v) {
             (1, FieldValue::Varint(x)) => meta.version = x,

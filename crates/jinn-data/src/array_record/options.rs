@@ -100,14 +100,18 @@ impl WriterOptions {
                 ("snappy", None) => options.compression = Compression::Snappy,
                 ("zstd", v) => {
                     let level = match v {
-                        Some(v) => v.parse().map_err(|_| bad("zstd", format!("level {v:?} is not an integer")))?,
+                        Some(v) => {
+                            v.parse().map_err(|_| bad("zstd", format!("level {v:?} is not an integer")))?
+                        }
                         None => 3,
                     };
                     options.compression = Compression::Zstd { level };
                 }
                 ("brotli", v) => {
                     let level = match v {
-                        Some(v) => v.parse().map_err(|_| bad("brotli", format!("level {v:?} is not an integer")))?,
+                        Some(v) => {
+                            v.parse().map_err(|_| bad("brotli", format!("level {v:?} is not an integer")))?
+                        }
                         None => 6,
                     };
                     options.compression = Compression::Brotli { level };

@@ -181,7 +181,9 @@ impl ArrayRecordReader {
         if size < BLOCK_SIZE {
             return Err(Issue::new(
                 size,
-                format!("file is {size} bytes; an ArrayRecord file is at least {BLOCK_SIZE} bytes (truncated?)"),
+                format!(
+                    "file is {size} bytes; an ArrayRecord file is at least {BLOCK_SIZE} bytes (truncated?)"
+                ),
             ));
         }
         self.check_signature()?;
@@ -194,14 +196,19 @@ impl ArrayRecordReader {
         if postscript.magic != MAGIC {
             return Err(Issue::new(
                 postscript_offset,
-                format!("postscript magic {:#x}, expected {MAGIC:#x} (not an ArrayRecord file)", postscript.magic),
+                format!(
+                    "postscript magic {:#x}, expected {MAGIC:#x} (not an ArrayRecord file)",
+                    postscript.magic
+                ),
             ));
         }
         let footer_offset = postscript.footer_offset;
         if !is_chunk_start(footer_offset) || footer_offset < 64 || footer_offset >= postscript_offset {
             return Err(Issue::new(
                 postscript_offset,
-                format!("postscript points to footer at byte {footer_offset}, outside 64..{postscript_offset}"),
+                format!(
+                    "postscript points to footer at byte {footer_offset}, outside 64..{postscript_offset}"
+                ),
             ));
         }
         let footer = self.read_records_at(footer_offset, postscript_offset)?;
@@ -232,7 +239,9 @@ impl ArrayRecordReader {
                 )));
             }
             chunks.push(ChunkEntry { offset, first_record, num_records: entry.num_records });
-            first_record = first_record.checked_add(entry.num_records).ok_or_else(|| bad("record counts overflow".into()))?;
+            first_record = first_record
+                .checked_add(entry.num_records)
+                .ok_or_else(|| bad("record counts overflow".into()))?;
             min_offset = offset + CHUNK_HEADER_SIZE;
         }
         if first_record != metadata.num_records {

@@ -7,11 +7,7 @@ use super::container::CHUNK_SIMPLE;
 use super::Issue;
 
 /// Chunk data for records whose sizes (varints, concatenated) and bytes are given.
-pub(crate) fn encode(
-    encoder: &mut Encoder,
-    sizes: &[u8],
-    values: &[u8],
-) -> std::io::Result<Vec<u8>> {
+pub(crate) fn encode(encoder: &mut Encoder, sizes: &[u8], values: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut sizes_blob = Vec::with_capacity(sizes.len() + 16);
     encoder.encode_blob(sizes, &mut sizes_blob)?;
     let mut data = Vec::with_capacity(values.len() / 2 + sizes_blob.len() + 16);
@@ -44,20 +40,18 @@ impl<'a> SimpleChunk<'a> {
             )));
         }
         let data = chunk.data();
-        let (&codec_byte, rest) =
-            data.split_first().ok_or_else(|| bad("empty record chunk".into()))?;
+        let (&codec_byte, rest) = data.split_first().ok_or_else(|| bad("empty record chunk".into()))?;
         let codec = Codec::from_byte(codec_byte)
             .ok_or_else(|| bad(format!("unknown compression type byte {codec_byte:#04x}")))?;
-        let (sizes_len, used) = riegeli::varint::decode_u64(rest)
-            .map_err(|e| bad(format!("bad record-sizes length: {e}")))?;
+        let (sizes_len, used) =
+            riegeli::varint::decode_u64(rest).map_err(|e| bad(format!("bad record-sizes length: {e}")))?;
         let rest = &rest[used..];
         if sizes_len > rest.len() as u64 {
             return Err(bad(format!("record-sizes blob of {sizes_len} bytes overruns the chunk")));
         }
         let (sizes_blob, values_blob) = rest.split_at(sizes_len as usize);
         let mut raw_sizes = Vec::new();
-        decode_blob(codec, sizes_blob, &mut raw_sizes)
-            .map_err(|e| bad(format!("record sizes: {e}")))?;
+        decode_blob(codec, sizes_blob, &mut raw_sizes).map_err(|e| bad(format!("record sizes: {e}")))?;
         // Every size takes at least one byte, which bounds the count before allocating.
         let expected = chunk.header.num_records;
         if expected > raw_sizes.len() as u64 {

@@ -65,15 +65,14 @@ impl ArrayRecordWriter {
             return Ok(());
         }
         let io = |e| DataError::io(&self.path, e);
-        let data = simple_chunk::encode(&mut self.encoder, &self.group_sizes, &self.group_values)
-            .map_err(io)?;
+        let data =
+            simple_chunk::encode(&mut self.encoder, &self.group_sizes, &self.group_values).map_err(io)?;
         let entry = FooterEntry {
             chunk_offset: 0,
             decoded_data_size: self.group_values.len() as u64,
             num_records: self.group_len as u64,
         };
-        let header =
-            ChunkHeader::new(&data, CHUNK_SIMPLE, entry.num_records, entry.decoded_data_size);
+        let header = ChunkHeader::new(&data, CHUNK_SIMPLE, entry.num_records, entry.decoded_data_size);
         let chunk_offset = self.out.write_chunk(header, &data).map_err(io)?;
         self.chunks.push(FooterEntry { chunk_offset, ..entry });
         self.group_sizes.clear();

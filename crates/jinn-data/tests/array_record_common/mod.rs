@@ -39,9 +39,7 @@ pub fn varied_records(seed: u64) -> Vec<Vec<u8>> {
         .iter()
         .enumerate()
         .map(|(i, &n)| {
-            (0..n)
-                .map(|j| if i % 2 == 0 { rng.next() as u8 } else { ((j / 97) % 7) as u8 })
-                .collect()
+            (0..n).map(|j| if i % 2 == 0 { rng.next() as u8 } else { ((j / 97) % 7) as u8 }).collect()
         })
         .collect()
 }
@@ -72,11 +70,7 @@ pub fn python_available(test: &str) -> bool {
 pub fn run_python(script: &str, args: &[&str]) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(script);
     let out = Command::new("python3").arg(&path).args(args).output().expect("run python3");
-    assert!(
-        out.status.success(),
-        "{script} {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{script} {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8 stdout")
 }
 
@@ -101,12 +95,22 @@ pub fn decode_length_prefixed(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Python's reading of `path`: (writer options string, records).
-pub fn python_read(path: &Path) -> (String, Vec<Vec<u8>>) {
-    let dump = path.with_extension("pydump");
-    let options = run_python("read_records.py", &[path.to_str().unwrap(), dump.to_str().unwrap()]);
-    let records = decode_length_prefixed(&std::fs::read(&dump).unwrap());
-    (options.trim().to_string(), records)
+/// Python's reading of each of `paths`: (writer options string, records).
+pub fn python_read(paths: &[PathBuf]) -> Vec<(String, Vec<Vec<u8>>)> {
+    let dumps: Vec<PathBuf> = paths.iter().map(|p| p.with_extension("pydump")).collect();
+    let mut args = Vec::new();
+    for (p, d) in paths.iter().zip(&dumps) {
+        args.push(p.to_str().unwrap());
+        args.push(d.to_str().unwrap());
+    }
+    let options = run_python("read_records.py", &args);
+    let options: Vec<&str> = options.lines().collect();
+    assert_eq!(options.len(), paths.len());
+    dumps
+        .iter()
+        .zip(options)
+        .map(|(d, o)| (o.to_string(), decode_length_prefixed(&std::fs::read(d).unwrap())))
+        .collect()
 }
 
 /// All records through `read`, in a scrambled order, checked against `expected`.

@@ -1,8 +1,8 @@
-"""Write records into an ArrayRecord file with Python's array_record.
+"""Write records into ArrayRecord files with Python's array_record.
 
-Usage: write_records.py IN OUT OPTIONS
-IN holds, per record, its length as u64 little-endian then its bytes; OPTIONS is the
-writer options string (e.g. "group_size:8,brotli:6").
+Usage: write_records.py IN OUT OPTIONS [OUT OPTIONS ...]
+IN holds, per record, its length as u64 little-endian then its bytes; each OUT is written
+with its writer options string (e.g. "group_size:8,brotli:6").
 """
 import struct
 import sys
@@ -11,16 +11,20 @@ from array_record.python import array_record_module
 
 
 def main():
-    src, out, options = sys.argv[1], sys.argv[2], sys.argv[3]
+    src, pairs = sys.argv[1], sys.argv[2:]
+    assert pairs and len(pairs) % 2 == 0, __doc__
     data = open(src, "rb").read()
-    writer = array_record_module.ArrayRecordWriter(out, options)
+    records = []
     at = 0
     while at < len(data):
         (n,) = struct.unpack_from("<Q", data, at)
-        at += 8
-        writer.write(data[at : at + n])
-        at += n
-    writer.close()
+        records.append(data[at + 8 : at + 8 + n])
+        at += 8 + n
+    for out, options in zip(pairs[::2], pairs[1::2]):
+        writer = array_record_module.ArrayRecordWriter(out, options)
+        for record in records:
+            writer.write(record)
+        writer.close()
 
 
 if __name__ == "__main__":
