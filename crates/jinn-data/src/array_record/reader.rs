@@ -105,7 +105,8 @@ impl ArrayRecordReader {
                 range.start, range.end, self.num_records
             )));
         }
-        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        // Record counts come from the footer: reserve no more than a modest amount up front.
+        let mut out = Vec::with_capacity((range.end - range.start).min(1 << 16) as usize);
         let mut next = range.start;
         while next < range.end {
             let c = self.chunk_of(next)?;
