@@ -82,7 +82,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         let frames = record.sequence_length.min(args.gif_frames.max(1));
         let path = args.gif.unwrap_or_else(|| root.join("preview.gif"));
         let options = GifOptions { scale: 4, ..GifOptions::default() };
-        write_gif(&path, &record.raw_video[..frames * shape.frame_bytes()], frames, shape, &options)?;
+        write_gif(&path, &record.raw_video[..frames * shape.frame_bytes()], shape, &options)?;
         println!("preview: {} ({frames} frames of the first record)", path.display());
     }
     Ok(())
