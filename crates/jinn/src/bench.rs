@@ -1,7 +1,21 @@
-//! Benchmarks.
+//! `jinn bench …`: benchmarks that report ratios against a baseline measured in the same run
+//! (machines are noisy; only ratios carry over between them).
+
+mod data;
+
 use clap::Subcommand;
+
 /// Benchmarks.
 #[derive(Subcommand)]
-pub enum BenchCommand {}
+pub enum BenchCommand {
+    /// Loader frames/s with 1 and 2 threads (vs. bare decoding), and write throughput (vs.
+    /// bare zstd), on zstd ArrayRecord clips of a built-in game.
+    Data(data::DataBenchArgs),
+}
+
 /// Run a benchmark.
-pub fn run(cmd: BenchCommand) -> anyhow::Result<()> { match cmd {} }
+pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::Data(a) => data::run(a),
+    }
+}
