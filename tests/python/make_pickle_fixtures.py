@@ -89,7 +89,7 @@ class Evil:
 
 
 HOSTILE = {
-    "evil_os_system": (Evil(os.system, ("echo pwned",)), "os.system"),
+    "evil_os_system": (Evil(os.system, ("echo pwned",)), "system"),
     "evil_eval_in_dict": ({"raw_video": b"", "sequence_length": Evil(eval, ("1+1",))}, "builtins.eval"),
     "seq_len_str": ({"raw_video": b"", "sequence_length": "3"}, "sequence_length"),
     "seq_len_negative": ({"raw_video": b"", "sequence_length": -1}, "sequence_length"),

@@ -2,14 +2,21 @@
 //! (the C pickler), framing and memo indices included.
 //!
 //! CPython's framing, reproduced by [`Framer`]: `PROTO` stands outside any frame; a frame is
-//! opened by the first write after it is closed; it is closed (committed) once it holds at
-//! least 64 KiB at the end of saving an object, before a bytes/str payload of 64 KiB or more
-//! (whose opcode, length and data then go outside any frame) and at the end; a frame of fewer
-//! than 4 bytes gets no `FRAME` header.
+//! opened by the first write after it is closed; it is closed (committed) when it holds at
+//! least 64 KiB as the saving of any object begins, before a bytes/str payload of 64 KiB or
+//! more (whose opcode, length and data then go outside any frame) and at the end; a frame of
+//! fewer than 4 bytes gets no `FRAME` header. (Checked against `pickle.dumps` for frame
+//! boundaries falling at every kind of object: see the live test in `tests/pickle_golden.rs`.)
+//!
+//! Memo: like CPython, every str, bytes and tuple is memoized (`MEMOIZE`), and an object seen
+//! before is written as `BINGET`. Besides the `numpy` module name, the only objects a record
+//! can repeat are CPython's singletons: the empty bytes/str and 1-byte bytes / 1-character
+//! latin-1 str, which [`Writer`] tracks by value.
 
 use super::opcodes as op;
 use crate::episode::{ActionArray, ActionDtype, EpisodeRecord};
 use crate::error::{DataError, Result};
+use std::collections::HashMap;
 
 /// CPython's `FRAME_SIZE_TARGET`.
 const FRAME_SIZE_TARGET: usize = 64 * 1024;
@@ -63,7 +70,11 @@ pub fn try_encode_episode(record: &EpisodeRecord) -> Result<Vec<u8>> {
 /// Encode a record (protocol 4) naming NumPy's reconstructor with `numpy_module`.
 pub fn encode_episode_with(record: &EpisodeRecord, numpy_module: NumpyModule) -> Result<Vec<u8>> {
     let action_bytes = record.actions.as_ref().map(action_data).transpose()?;
-    let mut w = Writer { f: Framer::with_capacity(record.raw_video.len() + 512), memo: 0 };
+    let mut w = Writer {
+        f: Framer::with_capacity(record.raw_video.len() + 512),
+        memo: 0,
+        singletons: HashMap::new(),
+    };
     w.f.out.extend_from_slice(&[op::PROTO, 4]);
     // save(dict)
     w.f.write(&[op::EMPTY_DICT, op::MEMOIZE]);
@@ -81,9 +92,7 @@ pub fn encode_episode_with(record: &EpisodeRecord, numpy_module: NumpyModule) ->
         w.str("video_file_name");
         w.str(name);
     }
-    w.f.write(&[op::SETITEMS]);
-    w.f.boundary(); // end of save(dict)
-    w.f.write(&[op::STOP]);
+    w.f.write(&[op::SETITEMS, op::STOP]);
     w.f.commit();
     Ok(w.f.out)
 }
@@ -151,7 +160,7 @@ impl Framer {
         }
     }
 
-    /// `_Pickler_OpcodeBoundary`, called at the end of every object's save.
+    /// `_Pickler_OpcodeBoundary`, called as the saving of every object begins.
     fn boundary(&mut self) {
         if let Some(start) = self.frame_start {
             if self.out.len() - start - FRAME_HEADER >= FRAME_SIZE_TARGET {
@@ -178,6 +187,8 @@ struct Writer {
     f: Framer,
     /// Next memo index.
     memo: u32,
+    /// Memo indices of CPython's singleton objects, by (is_str, content).
+    singletons: HashMap<(bool, Vec<u8>), u32>,
 }
 
 impl Writer {
@@ -190,15 +201,28 @@ impl Writer {
 
     /// save(str): SHORT_BINUNICODE / BINUNICODE / BINUNICODE8, memoized.
     fn str(&mut self, s: &str) -> u32 {
-        self.sized(s.as_bytes(), op::SHORT_BINUNICODE, op::BINUNICODE, op::BINUNICODE8)
+        let mut chars = s.chars();
+        let singleton = match (chars.next(), chars.next()) {
+            (None, _) => true,
+            (Some(c), None) => u32::from(c) < 256,
+            _ => false,
+        };
+        self.sized(s.as_bytes(), singleton, (op::SHORT_BINUNICODE, op::BINUNICODE, op::BINUNICODE8))
     }
 
     /// save(bytes): SHORT_BINBYTES / BINBYTES / BINBYTES8, memoized.
     fn bytes(&mut self, b: &[u8]) -> u32 {
-        self.sized(b, op::SHORT_BINBYTES, op::BINBYTES, op::BINBYTES8)
+        self.sized(b, b.len() <= 1, (op::SHORT_BINBYTES, op::BINBYTES, op::BINBYTES8))
     }
 
-    fn sized(&mut self, data: &[u8], short: u8, long: u8, huge: u8) -> u32 {
+    /// A str or bytes `data` with the (short, 4-byte, 8-byte length) opcodes of its type.
+    fn sized(&mut self, data: &[u8], singleton: bool, (short, long, huge): (u8, u8, u8)) -> u32 {
+        let key = singleton.then(|| (short == op::SHORT_BINUNICODE, data.to_vec()));
+        if let Some(&idx) = key.as_ref().and_then(|k| self.singletons.get(k)) {
+            self.get(idx);
+            return idx;
+        }
+        self.f.boundary();
         let mut header = [0u8; 9];
         let header = if data.len() < 256 {
             header[..2].copy_from_slice(&[short, data.len() as u8]);
@@ -214,12 +238,15 @@ impl Writer {
         };
         self.f.write_payload(header, data);
         let idx = self.memoize();
-        self.f.boundary();
+        if let Some(k) = key {
+            self.singletons.insert(k, idx);
+        }
         idx
     }
 
     /// save(int): BININT1 / BININT2 / BININT / LONG1 (not memoized).
     fn int(&mut self, v: i128) {
+        self.f.boundary();
         if (0..=0xff).contains(&v) {
             self.f.write(&[op::BININT1, v as u8]);
         } else if (0..=0xffff).contains(&v) {
@@ -239,18 +266,18 @@ impl Writer {
             self.f.write(&[op::LONG1, n as u8]);
             self.f.write(&bytes[..n]);
         }
-        self.f.boundary();
     }
 
     /// save(None), save(bool): not memoized.
     fn atom(&mut self, opcode: u8) {
-        self.f.write(&[opcode]);
         self.f.boundary();
+        self.f.write(&[opcode]);
     }
 
     /// save_global with protocol 4: module and name as (memoized) str, STACK_GLOBAL, memoized.
     /// `module_memo` is the memo index of an already written module str, if any.
     fn global(&mut self, module: &str, module_memo: Option<u32>, name: &str) -> u32 {
+        self.f.boundary();
         let module_idx = match module_memo {
             Some(idx) => {
                 self.get(idx);
@@ -261,22 +288,29 @@ impl Writer {
         self.str(name);
         self.f.write(&[op::STACK_GLOBAL]);
         self.memoize();
-        self.f.boundary();
         module_idx
     }
 
     /// A memo hit: BINGET / LONG_BINGET.
     fn get(&mut self, idx: u32) {
+        self.f.boundary();
         if let Ok(i) = u8::try_from(idx) {
             self.f.write(&[op::BINGET, i]);
         } else {
             self.f.write(&[op::LONG_BINGET]);
             self.f.write(&idx.to_le_bytes());
         }
-        self.f.boundary();
     }
 
-    /// End of a tuple of `n` already written items (TUPLE1..3 or MARK…TUPLE), memoized.
+    /// Start of a tuple of `n` items (MARK for more than 3).
+    fn begin_tuple(&mut self, n: usize) {
+        self.f.boundary();
+        if n > 3 {
+            self.f.write(&[op::MARK]);
+        }
+    }
+
+    /// End of a tuple of `n` written items (TUPLE1..3 or TUPLE), memoized.
     fn end_tuple(&mut self, n: usize) {
         let opcode = match n {
             1 => op::TUPLE1,
@@ -286,24 +320,26 @@ impl Writer {
         };
         self.f.write(&[opcode]);
         self.memoize();
-        self.f.boundary();
     }
 
     /// An ndarray as NumPy's `__reduce__` gives it:
     /// `_reconstruct(ndarray, (0,), b'b')` then BUILD `(1, shape, dtype, False, data)`.
     fn array(&mut self, a: &ActionArray, data: &[u8], numpy_module: NumpyModule) {
-        // save_reduce: callable, args, REDUCE
+        self.f.boundary(); // save(array)
+                           // save_reduce: callable, args, REDUCE, state, BUILD
         self.global(numpy_module.path(), None, "_reconstruct");
+        self.begin_tuple(3);
         let numpy_memo = self.global("numpy", None, "ndarray");
+        self.begin_tuple(1);
         self.int(0);
         self.end_tuple(1);
         self.bytes(b"b");
         self.end_tuple(3);
         self.f.write(&[op::REDUCE]);
         self.memoize();
-        // state tuple
-        self.f.write(&[op::MARK]);
+        self.begin_tuple(5);
         self.int(1);
+        self.begin_tuple(a.shape.len());
         for &d in &a.shape {
             self.int(d as i128);
         }
@@ -313,7 +349,6 @@ impl Writer {
         self.bytes(data);
         self.end_tuple(5);
         self.f.write(&[op::BUILD]);
-        self.f.boundary(); // end of save(array)
     }
 
     /// `numpy.dtype(descr, False, True)` then BUILD `(3, order, None, None, None, -1, -1, 0)`.
@@ -323,14 +358,16 @@ impl Writer {
             ActionDtype::I8 => ("i1", "|"),
             ActionDtype::U8 => ("u1", "|"),
         };
+        self.f.boundary(); // save(dtype)
         self.global("numpy", Some(numpy_memo), "dtype");
+        self.begin_tuple(3);
         self.str(descr);
         self.atom(op::NEWFALSE);
         self.atom(op::NEWTRUE);
         self.end_tuple(3);
         self.f.write(&[op::REDUCE]);
         self.memoize();
-        self.f.write(&[op::MARK]);
+        self.begin_tuple(8);
         self.int(3);
         self.str(order);
         for _ in 0..3 {
@@ -341,6 +378,5 @@ impl Writer {
         self.int(0);
         self.end_tuple(8);
         self.f.write(&[op::BUILD]);
-        self.f.boundary(); // end of save(dtype)
     }
 }
