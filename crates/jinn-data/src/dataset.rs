@@ -10,7 +10,7 @@ use crate::atomic_file::write_atomically;
 use crate::episode::{EpisodeRecord, FrameShape};
 use crate::error::{DataError, Result};
 use crate::metadata::DatasetMetadata;
-use crate::pickle::decode_episode;
+use crate::pickle::{decode_episode, decode_episode_borrowed};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -138,22 +138,47 @@ impl Dataset {
 
     /// Frames `start..start+len` of a record (and the same window of its actions).
     pub fn read_window(&self, r: RecordRef, start: usize, len: usize) -> Result<Window> {
-        let episode = self.read_record(r.file as usize, r.record as u64)?;
-        if start + len > episode.sequence_length {
-            return Err(DataError::Record {
-                path: self.files[r.file as usize].path().to_path_buf(),
-                index: r.record as u64,
-                reason: format!(
-                    "window {start}..{} lies outside the record's {} frames (the length index is stale: \
-                     delete {INDEX_CACHE_FILE} or regenerate metadata.json)",
-                    start + len,
-                    episode.sequence_length
-                ),
-            });
+        let mut scratch = Vec::new();
+        self.read_window_with(r, start, len, &mut scratch)
+    }
+
+    /// [`Dataset::read_window`] decoding through a caller-owned scratch buffer, so a loader
+    /// thread reuses one allocation for every record it reads.
+    pub fn read_window_with(&self, r: RecordRef, start: usize, len: usize, scratch: &mut Vec<u8>) -> Result<Window> {
+        let reader = &self.files[r.file as usize];
+        let index = r.record as u64;
+        reader.read_into(index, scratch)?;
+        let fail = |reason: String| DataError::Record { path: reader.path().to_path_buf(), index, reason };
+        let episode = decode_episode_borrowed(scratch).map_err(|e| fail(e.to_string()))?;
+        let shape = self.shape;
+        if episode.raw_video.len() != episode.sequence_length.saturating_mul(shape.frame_bytes()) {
+            return Err(fail(format!(
+                "raw_video has {} bytes but sequence_length {} × frame {}×{}×{} needs {} (wrong --frame-shape?)",
+                episode.raw_video.len(),
+                episode.sequence_length,
+                shape.height,
+                shape.width,
+                shape.channels,
+                episode.sequence_length.saturating_mul(shape.frame_bytes())
+            )));
         }
-        let fb = self.shape.frame_bytes();
+        if start + len > episode.sequence_length {
+            return Err(fail(format!(
+                "window {start}..{} lies outside the record's {} frames (the length index is stale: \
+                 delete {INDEX_CACHE_FILE} or regenerate metadata.json)",
+                start + len,
+                episode.sequence_length
+            )));
+        }
+        let fb = shape.frame_bytes();
         let frames = episode.raw_video[start * fb..(start + len) * fb].to_vec();
         let (actions, action_dims) = match &episode.actions {
+            Some(a) if a.steps() != episode.sequence_length => {
+                return Err(fail(format!(
+                    "actions have shape {:?}; expected {} steps",
+                    a.shape, episode.sequence_length
+                )))
+            }
             Some(a) => {
                 let k = a.per_step();
                 (Some(a.values[start * k..(start + len) * k].to_vec()), k)

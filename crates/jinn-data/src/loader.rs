@@ -177,6 +177,18 @@ pub fn load_batch(
     origin: u64,
     step: u64,
 ) -> Result<Batch> {
+    load_batch_with(dataset, stream, config, origin, step, &mut Vec::new())
+}
+
+/// [`load_batch`] reusing `scratch` for decompressed records.
+fn load_batch_with(
+    dataset: &Dataset,
+    stream: &mut SampleStream,
+    config: &LoaderConfig,
+    origin: u64,
+    step: u64,
+    scratch: &mut Vec<u8>,
+) -> Result<Batch> {
     let origins = stream.batch_origins(config, origin, step);
     let shape = dataset.frame_shape();
     let clip_bytes = config.seq_len * shape.frame_bytes();
@@ -185,7 +197,7 @@ pub fn load_batch(
     let mut action_dims = 0;
     for (i, o) in origins.iter().enumerate() {
         let Window { frames, actions: a, action_dims: k } =
-            dataset.read_window(o.record, o.start, config.seq_len)?;
+            dataset.read_window_with(o.record, o.start, config.seq_len, scratch)?;
         videos.extend_from_slice(&frames);
         match (i, a, &mut actions) {
             (0, Some(a), acc) => {
@@ -330,8 +342,9 @@ impl Loader {
                 .name(format!("jinn-loader-{w}"))
                 .spawn(move || {
                     let mut step = w as u64;
+                    let mut scratch = Vec::new();
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let batch = load_batch(&dataset, &mut stream, &config, origin, step);
+                        let batch = load_batch_with(&dataset, &mut stream, &config, origin, step, &mut scratch);
                         if tx.send(batch).is_err() {
                             break;
                         }

@@ -97,6 +97,15 @@ impl ArrayRecordReader {
         simple.record((index - self.chunks[c].first_record) as usize).map_err(|i| self.format_error(i))
     }
 
+    /// Record `index` into `out` (its previous contents are replaced). Reusing one buffer
+    /// per thread avoids allocating and page-faulting a fresh multi-megabyte buffer per read.
+    pub fn read_into(&self, index: u64, out: &mut Vec<u8>) -> Result<()> {
+        let c = self.chunk_of(index)?;
+        let chunk = self.read_chunk(c)?;
+        let simple = self.checked(&chunk, c)?;
+        simple.record_into((index - self.chunks[c].first_record) as usize, out).map_err(|i| self.format_error(i))
+    }
+
     /// Records `range`, decoding each chunk once.
     pub fn read_range(&self, range: Range<u64>) -> Result<Vec<Vec<u8>>> {
         if range.start > range.end || range.end > self.num_records {

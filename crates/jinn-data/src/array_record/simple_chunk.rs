@@ -111,6 +111,17 @@ impl<'a> SimpleChunk<'a> {
             .collect())
     }
 
+    /// Replace `out`'s contents with record `i` (`i < sizes.len()`), reusing its capacity.
+    pub fn record_into(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Issue> {
+        out.clear();
+        self.values_into(out)?;
+        let start = self.sizes[..i].iter().sum::<u64>() as usize;
+        let end = start + self.sizes[i] as usize;
+        out.copy_within(start..end, 0);
+        out.truncate(end - start);
+        Ok(())
+    }
+
     /// Record `i` of the chunk (`i < sizes.len()`). A chunk of one record is decoded straight
     /// into the returned buffer.
     pub fn record(&self, i: usize) -> Result<Vec<u8>, Issue> {
