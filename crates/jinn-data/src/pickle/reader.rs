@@ -183,7 +183,7 @@ impl<'a> Vm<'a> {
     }
 
     fn set_items(&mut self, items: Vec<(Value<'a>, usize)>) -> Result<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(self.op_err("odd number of items for a dict"));
         }
         let (dict, _) = self.pop()?;
@@ -194,8 +194,9 @@ impl<'a> Vm<'a> {
         };
         let mut it = items.into_iter();
         while let (Some((k, _)), Some((v, off))) = (it.next(), it.next()) {
-            if matches!(v, Value::Dict(_)) {
-                return Err(self.op_err("a dict as a dict value is not supported"));
+            // Also keeps the shared dict free of reference cycles (a dict holding itself).
+            if matches!(k, Value::Dict(_)) || matches!(v, Value::Dict(_)) {
+                return Err(self.op_err("a dict as a dict key or value is not supported"));
             }
             d.borrow_mut().push((k, v, off));
         }

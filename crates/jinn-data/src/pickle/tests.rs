@@ -169,6 +169,9 @@ fn memo_and_stack_misuse_are_errors() {
     // A dict may not go inside itself (no reference cycles).
     let b = [op::EMPTY_DICT, op::MEMOIZE, op::NONE, op::BINGET, 0, op::SETITEM, op::STOP];
     assert!(pickle_err(&p4(&b)).1.contains("dict"));
+    // Nor be its own key (found by the fuzzer as a leak: an Rc cycle).
+    let b = [op::EMPTY_DICT, op::MEMOIZE, op::BINGET, 0, op::NONE, op::SETITEM, op::STOP];
+    assert!(pickle_err(&p4(&b)).1.contains("dict"));
 }
 
 #[test]
