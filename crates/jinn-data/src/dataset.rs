@@ -144,7 +144,13 @@ impl Dataset {
 
     /// [`Dataset::read_window`] decoding through a caller-owned scratch buffer, so a loader
     /// thread reuses one allocation for every record it reads.
-    pub fn read_window_with(&self, r: RecordRef, start: usize, len: usize, scratch: &mut Vec<u8>) -> Result<Window> {
+    pub fn read_window_with(
+        &self,
+        r: RecordRef,
+        start: usize,
+        len: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Window> {
         let reader = &self.files[r.file as usize];
         let index = r.record as u64;
         reader.read_into(index, scratch)?;

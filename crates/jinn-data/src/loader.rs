@@ -344,7 +344,8 @@ impl Loader {
                     let mut step = w as u64;
                     let mut scratch = Vec::new();
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let batch = load_batch_with(&dataset, &mut stream, &config, origin, step, &mut scratch);
+                        let batch =
+                            load_batch_with(&dataset, &mut stream, &config, origin, step, &mut scratch);
                         if tx.send(batch).is_err() {
                             break;
                         }

@@ -27,12 +27,8 @@ fn pickle_decode_seeds_do_not_panic() {
 
 #[test]
 fn array_record_read_seeds_do_not_panic() {
-    // Runs only once seeds exist (the ArrayRecord reader lands separately).
     let files = seeds("array_record_read");
-    if files.is_empty() {
-        println!("skipped: no seeds in fuzz/seeds/array_record_read");
-        return;
-    }
+    assert!(!files.is_empty(), "fuzz/seeds/array_record_read is empty or missing");
     for path in files {
         let data = std::fs::read(&path).unwrap();
         let result = std::panic::catch_unwind(|| {

@@ -50,7 +50,8 @@ pub fn splits_of(path: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     if !path.exists() {
         anyhow::bail!("{}: no such file or directory", path.display());
     }
-    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
+    let name =
+        |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
     if path.is_file() || has_records(path) {
         return Ok(vec![(name(path), path.to_path_buf())]);
     }
@@ -74,7 +75,9 @@ pub fn splits_of(path: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
 
 fn has_records(dir: &Path) -> bool {
     std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).any(|e| e.path().extension().is_some_and(|x| x == "array_record")))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| e.path().extension().is_some_and(|x| x == "array_record"))
+        })
         .unwrap_or(false)
 }
 

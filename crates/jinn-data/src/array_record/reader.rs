@@ -103,7 +103,9 @@ impl ArrayRecordReader {
         let c = self.chunk_of(index)?;
         let chunk = self.read_chunk(c)?;
         let simple = self.checked(&chunk, c)?;
-        simple.record_into((index - self.chunks[c].first_record) as usize, out).map_err(|i| self.format_error(i))
+        simple
+            .record_into((index - self.chunks[c].first_record) as usize, out)
+            .map_err(|i| self.format_error(i))
     }
 
     /// Records `range`, decoding each chunk once.

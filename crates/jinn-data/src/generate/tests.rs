@@ -1,5 +1,4 @@
-//! Tests of the generator. Everything except the `#[ignore]`d end-to-end test runs without
-//! writing ArrayRecord files.
+//! Tests of the generator, from simulation to files read back.
 
 use super::*;
 use crate::envs::make_env;
@@ -244,7 +243,6 @@ fn output_directory_must_be_empty_unless_overwriting() {
 
 /// Enable after merge: needs the real ArrayRecord writer/reader and pickle codec.
 #[test]
-#[ignore = "enable after merge: ArrayRecord and pickle are stand-ins on this branch"]
 fn generated_dataset_reads_back_exactly() {
     use crate::array_record::ArrayRecordReader;
     use crate::pickle::decode_episode;

@@ -324,7 +324,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "enable after merge: needs the ArrayRecord writer and pickle codec"]
     fn imports_png_folders_end_to_end() {
         use crate::array_record::ArrayRecordReader;
         use crate::pickle::decode_episode;

@@ -316,7 +316,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "enable after merge: needs the ArrayRecord writer and pickle codec"]
     fn imports_videos_end_to_end() {
         if !ffmpeg_available() {
             return;

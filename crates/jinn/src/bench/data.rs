@@ -34,7 +34,13 @@ pub struct DataBenchArgs {
 /// Run the data benchmark and print its table.
 pub fn run(a: DataBenchArgs) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let cfg = GenerateConfig { episodes: a.episodes, frame_shape: a.size, val_fraction: 0.0, test_fraction: 0.0, ..Default::default() };
+    let cfg = GenerateConfig {
+        episodes: a.episodes,
+        frame_shape: a.size,
+        val_fraction: 0.0,
+        test_fraction: 0.0,
+        ..Default::default()
+    };
     println!("generating {} breakout episodes at {}x{} …", a.episodes, a.size.height, a.size.width);
     generate_dataset(&cfg, dir.path(), &mut |_| {})?;
     let train = dir.path().join("train");
@@ -59,9 +65,19 @@ pub fn run(a: DataBenchArgs) -> anyhow::Result<()> {
     }
     let zstd_s = t.elapsed().as_secs_f64();
     let raw_mb = total_frames as f64 * frame_mb;
-    println!("\ndataset: {} records, {total_frames} frames ({raw_mb:.1} MB raw, {:.1} MB zstd)", episodes.len(), compressed as f64 / 1e6);
+    println!(
+        "\ndataset: {} records, {total_frames} frames ({raw_mb:.1} MB raw, {:.1} MB zstd)",
+        episodes.len(),
+        compressed as f64 / 1e6
+    );
     println!("{:<34} {:>12} {:>10} {:>8}", "write", "frames/s", "MB/s", "ratio");
-    println!("{:<34} {:>12.0} {:>10.1} {:>8.2}", "bare zstd-3 compress (baseline)", total_frames as f64 / zstd_s, raw_mb / zstd_s, 1.0);
+    println!(
+        "{:<34} {:>12.0} {:>10.1} {:>8.2}",
+        "bare zstd-3 compress (baseline)",
+        total_frames as f64 / zstd_s,
+        raw_mb / zstd_s,
+        1.0
+    );
     println!(
         "{:<34} {:>12.0} {:>10.1} {:>8.2}",
         "SplitWriter → ArrayRecord (zstd)",
@@ -73,13 +89,37 @@ pub fn run(a: DataBenchArgs) -> anyhow::Result<()> {
     // Loading: bare single-thread decode of random records, then the loader at 1 and 2 threads.
     let seconds = Duration::from_secs_f64(a.seconds);
     let bare = bare_decode_rate(&dataset, a.seq_len, seconds)?;
-    println!("\n{:<34} {:>12} {:>10} {:>8}", format!("load (T={}, B={})", a.seq_len, a.batch_size), "frames/s", "MB/s", "ratio");
-    println!("{:<34} {:>12.0} {:>10.1} {:>8.2}", "bare read+decode, 1 thread (base)", bare, bare * frame_mb, 1.0);
+    println!(
+        "\n{:<34} {:>12} {:>10} {:>8}",
+        format!("load (T={}, B={})", a.seq_len, a.batch_size),
+        "frames/s",
+        "MB/s",
+        "ratio"
+    );
+    println!(
+        "{:<34} {:>12.0} {:>10.1} {:>8.2}",
+        "bare read+decode, 1 thread (base)",
+        bare,
+        bare * frame_mb,
+        1.0
+    );
     let mut one = None;
     for threads in [1usize, 2] {
-        let config = LoaderConfig { batch_size: a.batch_size, seq_len: a.seq_len, threads, prefetch: 4, ..Default::default() };
+        let config = LoaderConfig {
+            batch_size: a.batch_size,
+            seq_len: a.seq_len,
+            threads,
+            prefetch: 4,
+            ..Default::default()
+        };
         let rate = loader_rate(dataset.clone(), config, seconds)?;
-        println!("{:<34} {:>12.0} {:>10.1} {:>8.2}", format!("Loader, {threads} thread(s)"), rate, rate * frame_mb, rate / bare);
+        println!(
+            "{:<34} {:>12.0} {:>10.1} {:>8.2}",
+            format!("Loader, {threads} thread(s)"),
+            rate,
+            rate * frame_mb,
+            rate / bare
+        );
         one.get_or_insert(rate);
         if threads == 2 {
             println!("\nscaling 2 threads / 1 thread: {:.2}×", rate / one.unwrap_or(rate));
@@ -124,4 +164,3 @@ fn loader_rate(dataset: Arc<Dataset>, config: LoaderConfig, budget: Duration) ->
     }
     Ok(frames as f64 / t.elapsed().as_secs_f64())
 }
-

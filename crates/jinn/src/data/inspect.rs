@@ -43,9 +43,17 @@ struct SplitSummary {
 /// Inspect a dataset.
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let splits = splits_of(&args.path)?;
-    let root = if args.path.is_file() { args.path.parent().unwrap_or(&args.path).to_path_buf() } else { args.path.clone() };
+    let root = if args.path.is_file() {
+        args.path.parent().unwrap_or(&args.path).to_path_buf()
+    } else {
+        args.path.clone()
+    };
     if let Some(meta) = DatasetMetadata::find(&root).map(|p| DatasetMetadata::load(&p)).transpose()? {
-        println!("env: {}  num_actions: {}", meta.env, meta.num_actions.map_or("-".into(), |n| n.to_string()));
+        println!(
+            "env: {}  num_actions: {}",
+            meta.env,
+            meta.num_actions.map_or("-".into(), |n| n.to_string())
+        );
     }
     let mut preview = None;
     for (name, dir) in &splits {
@@ -89,7 +97,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
 }
 
 fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape) {
-    let partial = if (s.decoded as u64) < s.records { format!(" (stats over the first {})", s.decoded) } else { String::new() };
+    let partial = if (s.decoded as u64) < s.records {
+        format!(" (stats over the first {})", s.decoded)
+    } else {
+        String::new()
+    };
     println!(
         "{name}: {} file(s), {} records{partial}, frame {}x{}x{}",
         s.files, s.records, shape.height, shape.width, shape.channels
@@ -110,7 +122,11 @@ fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape) {
             println!("  actions: {dtype}, {k} per step; histogram:");
             for (value, count) in &s.histogram {
                 let share = *count as f64 / total.max(1) as f64;
-                println!("    {value:>4}: {count:>9} {:5.1}% {}", share * 100.0, "#".repeat((share * 50.0).round() as usize));
+                println!(
+                    "    {value:>4}: {count:>9} {:5.1}% {}",
+                    share * 100.0,
+                    "#".repeat((share * 50.0).round() as usize)
+                );
             }
         }
     }
