@@ -7,7 +7,7 @@
 
 use crate::array_record::ArrayRecordReader;
 use crate::atomic_file::write_atomically;
-use crate::episode::{EpisodeRecord, FrameShape};
+use crate::episode::{ActionArray, EpisodeRecord, FrameShape};
 use crate::error::{DataError, Result};
 use crate::metadata::DatasetMetadata;
 use crate::pickle::{decode_episode, decode_episode_borrowed};
@@ -157,17 +157,8 @@ impl Dataset {
         let fail = |reason: String| DataError::Record { path: reader.path().to_path_buf(), index, reason };
         let episode = decode_episode_borrowed(scratch).map_err(|e| fail(e.to_string()))?;
         let shape = self.shape;
-        if episode.raw_video.len() != episode.sequence_length.saturating_mul(shape.frame_bytes()) {
-            return Err(fail(format!(
-                "raw_video has {} bytes but sequence_length {} × frame {}×{}×{} needs {} (wrong --frame-shape?)",
-                episode.raw_video.len(),
-                episode.sequence_length,
-                shape.height,
-                shape.width,
-                shape.channels,
-                episode.sequence_length.saturating_mul(shape.frame_bytes())
-            )));
-        }
+        check_sizes(episode.raw_video.len(), episode.sequence_length, episode.actions.as_ref(), shape)
+            .map_err(fail)?;
         if start + len > episode.sequence_length {
             return Err(fail(format!(
                 "window {start}..{} lies outside the record's {} frames (the length index is stale: \
@@ -179,12 +170,6 @@ impl Dataset {
         let fb = shape.frame_bytes();
         let frames = episode.raw_video[start * fb..(start + len) * fb].to_vec();
         let (actions, action_dims) = match &episode.actions {
-            Some(a) if a.steps() != episode.sequence_length => {
-                return Err(fail(format!(
-                    "actions have shape {:?}; expected {} steps",
-                    a.shape, episode.sequence_length
-                )))
-            }
             Some(a) => {
                 let k = a.per_step();
                 (Some(a.values[start * k..(start + len) * k].to_vec()), k)
@@ -197,25 +182,30 @@ impl Dataset {
 
 /// Check a decoded record's sizes against the frame shape; returns what was wrong.
 pub fn validate_record(e: &EpisodeRecord, shape: FrameShape) -> std::result::Result<(), String> {
-    let expected = e.sequence_length.checked_mul(shape.frame_bytes());
-    if expected != Some(e.raw_video.len()) {
+    check_sizes(e.raw_video.len(), e.sequence_length, e.actions.as_ref(), shape)
+}
+
+/// The size checks of [`validate_record`] on a record's parts (owned or borrowed).
+fn check_sizes(
+    video_bytes: usize,
+    sequence_length: usize,
+    actions: Option<&ActionArray>,
+    shape: FrameShape,
+) -> std::result::Result<(), String> {
+    let needed = sequence_length.saturating_mul(shape.frame_bytes());
+    if video_bytes != needed {
         return Err(format!(
-            "raw_video has {} bytes but sequence_length {} × frame {}×{}×{} needs {} (wrong --frame-shape?)",
-            e.raw_video.len(),
-            e.sequence_length,
-            shape.height,
-            shape.width,
-            shape.channels,
-            e.sequence_length.saturating_mul(shape.frame_bytes())
+            "raw_video has {video_bytes} bytes but sequence_length {sequence_length} × frame {}×{}×{} needs \
+             {needed} (wrong --frame-shape?)",
+            shape.height, shape.width, shape.channels
         ));
     }
-    if let Some(a) = &e.actions {
-        if a.steps() != e.sequence_length || a.values.len() != a.steps() * a.per_step() {
+    if let Some(a) = actions {
+        if a.steps() != sequence_length || a.values.len() != a.steps() * a.per_step() {
             return Err(format!(
-                "actions have shape {:?} ({} values); expected {} steps",
+                "actions have shape {:?} ({} values); expected {sequence_length} steps",
                 a.shape,
-                a.values.len(),
-                e.sequence_length
+                a.values.len()
             ));
         }
     }

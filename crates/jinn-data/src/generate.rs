@@ -12,7 +12,8 @@ use crate::envs::policy::{check_sticky_prob, StickyRandomPolicy, DEFAULT_STICKY_
 use crate::envs::{check_env_name, check_frame_shape, make_env};
 use crate::episode::{ActionArray, FrameShape};
 use crate::error::{DataError, Result};
-use crate::metadata::{DatasetMetadata, METADATA_FILE};
+use crate::metadata::DatasetMetadata;
+use crate::output_dir::prepare_output_dir;
 use crate::rng::derive_seed;
 use crate::split_writer::SplitWriter;
 use serde_json::json;
@@ -251,7 +252,7 @@ pub struct GenProgress {
 
 /// Generate the dataset described by `cfg` into `out_dir` and return its metadata (also
 /// saved as `out_dir/metadata.json`, written last). `out_dir` must be missing or empty unless
-/// `cfg.overwrite` is set; see [`clear_dataset`] for what overwriting removes. Splits with no
+/// `cfg.overwrite` is set; see [`crate::output_dir::clear_dataset`] for what overwriting removes. Splits with no
 /// episode get no directory. A run that fails part-way leaves the files written so far but no
 /// `metadata.json`, so the incomplete dataset is never mistaken for a finished one.
 pub fn generate_dataset(
@@ -321,59 +322,6 @@ pub fn generate_dataset(
     );
     meta.save(out_dir)?;
     Ok(meta)
-}
-
-/// Make `dir` ready for a new dataset: create it if missing; if it holds anything, refuse
-/// unless `overwrite`, in which case [`clear_dataset`] it.
-fn prepare_output_dir(dir: &Path, overwrite: bool) -> Result<()> {
-    if !dir.exists() {
-        return std::fs::create_dir_all(dir).map_err(|e| DataError::io(dir, e));
-    }
-    if !dir.is_dir() {
-        return Err(DataError::invalid(
-            "output directory",
-            format!("{} exists and is not a directory", dir.display()),
-        ));
-    }
-    let mut entries = std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))?;
-    if entries.next().is_none() {
-        return Ok(());
-    }
-    if !overwrite {
-        return Err(DataError::invalid(
-            "output directory",
-            format!("{} is not empty; pass --overwrite to replace the dataset in it", dir.display()),
-        ));
-    }
-    clear_dataset(dir)
-}
-
-/// Remove a dataset from `dir`: `metadata.json` first (so an interrupted run never leaves
-/// old metadata describing new files), then the `data_*.array_record` files (and leftover
-/// temporary files of them) in `train/`, `val/`, `test/`, then those directories if empty.
-/// Nothing else is touched.
-pub fn clear_dataset(dir: &Path) -> Result<()> {
-    let meta = dir.join(METADATA_FILE);
-    if meta.is_file() {
-        std::fs::remove_file(&meta).map_err(|e| DataError::io(&meta, e))?;
-    }
-    for split in SPLITS {
-        let split_dir = dir.join(split);
-        if !split_dir.is_dir() {
-            continue;
-        }
-        for entry in std::fs::read_dir(&split_dir).map_err(|e| DataError::io(&split_dir, e))? {
-            let path = entry.map_err(|e| DataError::io(&split_dir, e))?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let ours = name.trim_start_matches('.').starts_with("data_") && name.contains(".array_record");
-            if ours && path.is_file() {
-                std::fs::remove_file(&path).map_err(|e| DataError::io(&path, e))?;
-            }
-        }
-        // Fails (and is left alone) when the user kept other files there.
-        let _ = std::fs::remove_dir(&split_dir);
-    }
-    Ok(())
 }
 
 /// Claim state shared by the workers of [`for_each_in_order`].

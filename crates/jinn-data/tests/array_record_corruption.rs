@@ -1,9 +1,9 @@
 //! Damaged ArrayRecord files: every failure is a `DataError::Format` naming the file and a
 //! byte offset; no damage yields a panic or wrong record bytes.
 
-mod array_record_common;
+mod common;
 
-use array_record_common::*;
+use common::*;
 use jinn_data::array_record::{ArrayRecordReader, ArrayRecordWriter, Compression};
 use jinn_data::DataError;
 

@@ -1,9 +1,9 @@
 //! ArrayRecord interoperability with Python's `array_record`: the Jasmine fixtures, files
 //! written by jinn read by Python, and files written by Python read by jinn.
 
-mod array_record_common;
+mod common;
 
-use array_record_common::*;
+use common::*;
 use jinn_data::array_record::{ArrayRecordReader, ArrayRecordWriter};
 
 #[test]

@@ -1,9 +1,9 @@
 //! jinn → jinn ArrayRecord round trips for every codec and several group sizes, checked
 //! also against the `riegeli` crate's independent sequential reader.
 
-mod array_record_common;
+mod common;
 
-use array_record_common::*;
+use common::*;
 use jinn_data::array_record::{ArrayRecordReader, ArrayRecordWriter, Compression, WriterOptions};
 use jinn_data::DataError;
 use std::path::Path;

@@ -2,9 +2,9 @@
 //! exactly what `jasmine_schema_expected.json` says and load through the dataset/loader, and
 //! datasets jinn generates read back identically through Python's array_record + pickle + NumPy.
 
-mod array_record_common;
+mod common;
 
-use array_record_common::{fixtures, python_available};
+use common::{fixtures, python_available};
 use jinn_data::dataset::{Dataset, INDEX_CACHE_FILE};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::loader::{Loader, LoaderConfig};
@@ -149,5 +149,5 @@ fn python_summary(split: &Path, shape: FrameShape) -> Vec<Value> {
     let dims = [shape.height, shape.width, shape.channels].map(|d| d.to_string());
     let mut args = vec![split.to_str().unwrap()];
     args.extend(dims.iter().map(String::as_str));
-    serde_json::from_str(&array_record_common::run_python("summarize_dataset.py", &args)).unwrap()
+    serde_json::from_str(&common::run_python("summarize_dataset.py", &args)).unwrap()
 }

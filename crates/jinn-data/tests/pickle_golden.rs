@@ -2,6 +2,8 @@
 //! `tests/python/make_pickle_fixtures.py` (CPython 3.11, NumPy 2.4, protocols 2–5), and a live
 //! round trip through `python3` when it is installed.
 
+mod common;
+
 use jinn_data::pickle::{
     decode_episode, decode_episode_borrowed, encode_episode, encode_episode_with, NumpyModule,
 };
@@ -136,23 +138,6 @@ fn every_truncation_of_every_golden_is_an_error() {
 
 // ---- live round trip through python3 -------------------------------------------------------
 
-/// True when python3 with numpy (and array_record) is usable; panics instead of skipping when
-/// `JINN_REQUIRE_PYTHON=1`.
-fn python_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import numpy, array_record"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        if std::env::var("JINN_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!("python3 with numpy and array_record is required (JINN_REQUIRE_PYTHON=1)");
-        }
-        println!("skipped: python3 with numpy and array_record not found");
-    }
-    ok
-}
-
 /// Deterministic video bytes the Python side can regenerate: (31 i + seed) mod 251.
 fn video(len: usize, seed: usize) -> Vec<u8> {
     (0..len).map(|i| ((31 * i + seed) % 251) as u8).collect()
@@ -196,7 +181,7 @@ if bad:
 
 #[test]
 fn python_reads_jinn_pickles_and_writes_the_same_bytes() {
-    if !python_available() {
+    if !common::python_available("pickle live round trip") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::envs::make_env;
+use crate::metadata::METADATA_FILE;
+use crate::output_dir::{clear_dataset, prepare_output_dir};
 use crate::rng::derive_seed;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -17,7 +17,7 @@ pub use video::{import_video, VideoImportConfig};
 use crate::array_record::WriterOptions;
 use crate::episode::FrameShape;
 use crate::error::{DataError, Result};
-use crate::metadata::{DatasetMetadata, METADATA_FILE};
+use crate::metadata::DatasetMetadata;
 use crate::split_writer::SplitWriter;
 use splits::SplitAssigner;
 use std::path::{Path, PathBuf};
@@ -97,39 +97,7 @@ pub struct ImportSummary {
     pub skipped: Vec<SkippedEpisode>,
 }
 
-/// Make `out` ready to receive a dataset: create it if missing; if it holds anything, refuse
-/// unless `overwrite`, in which case remove its `train/`, `val/`, `test/` and `metadata.json`.
-pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
-    if out.exists() && !out.is_dir() {
-        return Err(DataError::invalid("--out", format!("{} exists and is not a directory", out.display())));
-    }
-    std::fs::create_dir_all(out).map_err(|e| DataError::io(out, e))?;
-    let mut entries = std::fs::read_dir(out).map_err(|e| DataError::io(out, e))?;
-    if entries.next().is_none() {
-        return Ok(());
-    }
-    if !overwrite {
-        return Err(DataError::invalid(
-            "--out",
-            format!(
-                "{} is not empty; choose an empty or new directory, or pass --overwrite to replace \
-                 its train/, val/, test/ and metadata.json",
-                out.display()
-            ),
-        ));
-    }
-    for split in Split::ALL {
-        let dir = out.join(split.name());
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| DataError::io(&dir, e))?;
-        }
-    }
-    let meta = out.join(METADATA_FILE);
-    if meta.exists() {
-        std::fs::remove_file(&meta).map_err(|e| DataError::io(&meta, e))?;
-    }
-    Ok(())
-}
+pub use crate::output_dir::prepare_output_dir;
 
 /// Receives whole episodes, assigns each a split and writes it; `finish` writes metadata.
 struct DatasetSink {
@@ -214,6 +182,7 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metadata::METADATA_FILE;
 
     #[test]
     fn output_dir_must_be_empty_unless_overwrite() {

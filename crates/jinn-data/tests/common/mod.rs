@@ -1,4 +1,4 @@
-//! Helpers shared by the `array_record_*` integration tests.
+//! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
 use jinn_data::array_record::{ArrayRecordReader, Compression, WriterOptions};
