@@ -151,3 +151,21 @@ fn python_summary(split: &Path, shape: FrameShape) -> Vec<Value> {
     args.extend(dims.iter().map(String::as_str));
     serde_json::from_str(&common::run_python("summarize_dataset.py", &args)).unwrap()
 }
+
+#[test]
+fn hostile_pickle_inside_a_file_is_named_by_file_record_and_offset() {
+    // pickle.dumps of a dict whose value calls posix.system: the reader must refuse the global.
+    let hostile = std::fs::read(fixtures().join("pickle/evil_os_system.p4.pickle")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.array_record");
+    let mut w = jinn_data::array_record::ArrayRecordWriter::create(&path, Default::default()).unwrap();
+    w.write_record(&hostile).unwrap();
+    w.finish().unwrap();
+    let ds = Dataset::open(&path, 1, Some(FrameShape::rgb(4, 4)));
+    let err = match ds {
+        Err(e) => e.to_string(),
+        Ok(ds) => ds.read_record(0, 0).unwrap_err().to_string(),
+    };
+    assert!(err.contains("bad.array_record") && err.contains("record 0"), "{err}");
+    assert!(err.contains("offset") && err.contains("system"), "{err}");
+}
