@@ -160,10 +160,10 @@ mod tests {
     }
 
     fn values(t: Tensor<2>) -> Vec<f64> {
-        t.into_data().to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
+        t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
     }
     fn values1(t: Tensor<1>) -> Vec<f64> {
-        t.into_data().to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
+        t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
     }
 
     /// Gradients of a fixed quadratic loss: sum((x·w + b)²) with `x` scaled by `scale`.

@@ -41,7 +41,7 @@ fn bits(model: &Net) -> Vec<(String, Vec<u32>)> {
             self.0.pop();
         }
         fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
-            let v = p.val().into_data().to_vec::<f32>().unwrap();
+            let v = p.val().into_data().try_to_vec::<f32>().unwrap();
             self.1.push((self.0.join("."), v.into_iter().map(f32::to_bits).collect()));
         }
     }

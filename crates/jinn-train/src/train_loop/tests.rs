@@ -97,7 +97,7 @@ fn bits(model: &Linear) -> Vec<u32> {
     struct Bits(Vec<u32>);
     impl ModuleVisitor for Bits {
         fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
-            self.0.extend(p.val().into_data().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits));
+            self.0.extend(p.val().into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits));
         }
     }
     let mut b = Bits(Vec::new());
