@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() <= 1e-15 * a.abs().max(b.abs()).max(1e-12)
+        (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1e-12)
     }
 
     #[test]
