@@ -474,7 +474,7 @@ pub fn steps_to_delete(steps: &[u64], keep_last: usize, keep_every: u64) -> Vec<
     sorted
         .iter()
         .enumerate()
-        .filter(|&(i, &s)| i < newest_from && !(keep_every > 0 && s % keep_every == 0))
+        .filter(|&(i, &s)| i < newest_from && !(keep_every > 0 && s.is_multiple_of(keep_every)))
         .map(|(_, &s)| s)
         .collect()
 }

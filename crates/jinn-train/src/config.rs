@@ -87,7 +87,7 @@ impl TrainConfig {
         if self.batch_size == 0 {
             return Err(TrainError::config("train.batch_size", "must be ≥ 1"));
         }
-        if self.grad_accum == 0 || self.batch_size % self.grad_accum != 0 {
+        if self.grad_accum == 0 || !self.batch_size.is_multiple_of(self.grad_accum) {
             return Err(TrainError::config(
                 "train.grad_accum",
                 format!(

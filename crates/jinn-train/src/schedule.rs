@@ -167,7 +167,8 @@ mod tests {
     /// Naive reference written as optax's `join_schedules` over explicit pieces, in the
     /// other algebraic form (from + (to − from)·t), evaluated independently.
     fn naive_wsd(s: &LrSchedule, step: u64, total: u64) -> f64 {
-        let pieces: Vec<(u64, Box<dyn Fn(u64) -> f64>)> = vec![
+        type Piece<'a> = (u64, Box<dyn Fn(u64) -> f64 + 'a>);
+        let pieces: Vec<Piece> = vec![
             (
                 0,
                 Box::new(move |k| {

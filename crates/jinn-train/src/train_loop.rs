@@ -111,7 +111,7 @@ pub fn run<T: TrainTask>(task: &mut T, train: &TrainConfig, opts: &RunOptions) -
     let mut logger = RunLogger::open(&opts.run_dir, resumed.then_some(step), opts.metrics_head_len)?;
     let mut writer = CheckpointWriter::spawn(opts.run_dir.clone(), train.keep_last, train.keep_every)?;
     let end = opts.stop_at.map_or(train.steps, |s| s.min(train.steps));
-    let every = |n: u64, s: u64| n > 0 && s % n == 0;
+    let every = |n: u64, s: u64| n > 0 && s.is_multiple_of(n);
 
     while step < end {
         let lr = train.lr.lr(step, train.steps);

@@ -141,7 +141,7 @@ fn naive_delete(steps: &[u64], k: usize, p: u64) -> Vec<u64> {
     let mut sorted = steps.to_vec();
     sorted.sort();
     let newest: Vec<u64> = sorted.iter().rev().take(k).copied().collect();
-    sorted.into_iter().filter(|s| !newest.contains(s) && !(p > 0 && s % p == 0)).collect()
+    sorted.into_iter().filter(|s| !newest.contains(s) && (p == 0 || s % p != 0)).collect()
 }
 
 #[test]
