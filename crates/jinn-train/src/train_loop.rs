@@ -1,0 +1,159 @@
+//! The one training loop every model shares. A model implements [`TrainTask`] (its step,
+//! validation, images, and how to snapshot/restore itself); [`run`] drives the steps, LR
+//! schedule, logging, validation, checkpoints with retention and exact resume.
+//!
+//! **Exact resume.** A run stopped after a checkpoint at step `s` and resumed produces the
+//! same parameters as the uninterrupted run, bit for bit on the CPU backend, provided the
+//! task (a) draws every random number from `(seed, step, purpose)` via
+//! [`jinn_data::rng`], (b) restores its loader position from the checkpoint, and (c) keeps
+//! no other state across steps outside the checkpoint (put such state in
+//! [`TrainState::extra`]). The loop itself is a pure function of the step.
+
+use crate::checkpoint::{latest_good, remove_stale_temp_dirs, Checkpoint, CheckpointData, TrainState};
+use crate::checkpoint_writer::CheckpointWriter;
+use crate::config::TrainConfig;
+use crate::error::{Result, TrainError};
+use crate::metrics_log::{MetricRecord, RunLogger};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Metric name → value.
+pub type Metrics = BTreeMap<String, f64>;
+
+/// What the loop tells a task about the step it is to run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepContext {
+    /// Updates already applied (0-based); the step's randomness derives from it.
+    pub step: u64,
+    /// Learning rate for this update ([`crate::schedule::LrSchedule::lr`]).
+    pub lr: f64,
+    /// Micro-batches to accumulate before the optimiser update (`train.grad_accum`).
+    pub grad_accum: usize,
+    /// Global-norm clipping threshold, if any ([`crate::optim::clip_global_norm`]).
+    pub clip_norm: Option<f64>,
+    /// The run seed.
+    pub seed: u64,
+}
+
+/// A model's side of training.
+pub trait TrainTask {
+    /// Model kind stored in checkpoints (resuming another kind is refused).
+    fn kind(&self) -> &str;
+
+    /// Run one optimiser update (including its `grad_accum` micro-batches) and return the
+    /// step's metrics (e.g. `loss`, `grad_norm`).
+    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics>;
+
+    /// Evaluate `batches` validation batches after `step` updates.
+    fn validate(&mut self, step: u64, batches: usize) -> Result<Metrics>;
+
+    /// Write images (reconstructions, rollouts) for `step` into `run_dir`. Default: none.
+    fn save_images(&mut self, _step: u64, _run_dir: &Path) -> Result<()> {
+        Ok(())
+    }
+
+    /// Copy model and optimiser to host memory for a checkpoint; `state` is filled in by the
+    /// loop except for the task's own fields (loader positions, `extra`), which the task sets.
+    fn snapshot(&self, state: TrainState) -> Result<CheckpointData>;
+
+    /// Restore model, optimiser, loader positions and extra state from a checkpoint.
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()>;
+}
+
+/// Settings of one call to [`run`] besides the [`TrainConfig`].
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The run directory (checkpoints, logs, images).
+    pub run_dir: PathBuf,
+    /// The full resolved config, stored in checkpoints.
+    pub config_json: serde_json::Value,
+    /// Resume from the newest good checkpoint in `run_dir` if there is one.
+    pub resume: bool,
+    /// Stop after this many updates in total (the schedule still uses `train.steps`); for
+    /// time-boxed runs and tests. A checkpoint is written at the stop.
+    pub stop_at: Option<u64>,
+    /// Metric records kept in each checkpoint's `metrics_head`.
+    pub metrics_head_len: usize,
+}
+
+/// What [`run`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// Step the run started from (0, or the resumed checkpoint's).
+    pub start_step: u64,
+    /// Updates applied when the run ended.
+    pub end_step: u64,
+    /// Checkpoints skipped as corrupted while resuming, with reasons.
+    pub skipped_checkpoints: Vec<(PathBuf, String)>,
+}
+
+/// Drive `task` for `train.steps` updates (or until `opts.stop_at`).
+pub fn run<T: TrainTask>(task: &mut T, train: &TrainConfig, opts: &RunOptions) -> Result<RunSummary> {
+    train.validate()?;
+    std::fs::create_dir_all(&opts.run_dir).map_err(|e| TrainError::io(&opts.run_dir, e))?;
+    remove_stale_temp_dirs(&opts.run_dir)?;
+
+    let (mut step, skipped) = if opts.resume {
+        let found = latest_good(&opts.run_dir)?;
+        match found.checkpoint {
+            Some(ckpt) => {
+                ckpt.state.ensure_compatible(&ckpt.dir, task.kind(), opts.config_json.get("model"))?;
+                task.restore(&ckpt)?;
+                (ckpt.state.step, found.skipped)
+            }
+            None => (0, found.skipped),
+        }
+    } else {
+        (0, Vec::new())
+    };
+    let start_step = step;
+    let resumed = opts.resume && step > 0;
+    let mut logger = RunLogger::open(&opts.run_dir, resumed.then_some(step), opts.metrics_head_len)?;
+    let mut writer = CheckpointWriter::spawn(opts.run_dir.clone(), train.keep_last, train.keep_every)?;
+    let end = opts.stop_at.map_or(train.steps, |s| s.min(train.steps));
+    let every = |n: u64, s: u64| n > 0 && s.is_multiple_of(n);
+
+    while step < end {
+        let lr = train.lr.lr(step, train.steps);
+        let ctx = StepContext {
+            step,
+            lr,
+            grad_accum: train.grad_accum,
+            clip_norm: train.clip_norm,
+            seed: train.seed,
+        };
+        let mut metrics = task.train_step(&ctx)?;
+        step += 1;
+        if every(train.log_every, step) || step == end {
+            metrics.insert("lr".into(), lr);
+            logger.log(MetricRecord::now(step, "train", metrics))?;
+        }
+        if every(train.val_every, step) {
+            let val = task.validate(step, train.val_batches)?;
+            logger.log(MetricRecord::now(step, "val", val))?;
+        }
+        if every(train.image_every, step) {
+            task.save_images(step, &opts.run_dir)?;
+        }
+        if every(train.ckpt_every, step) || step == end {
+            logger.flush()?;
+            let state = TrainState {
+                step,
+                model_kind: task.kind().to_string(),
+                config: opts.config_json.clone(),
+                seed: train.seed,
+                loader: None,
+                val_loader: None,
+                metrics_head: logger.head(),
+                extra: Default::default(),
+            };
+            writer.submit(task.snapshot(state)?)?;
+        }
+    }
+    logger.flush()?;
+    writer.finish()?;
+    Ok(RunSummary { start_step, end_step: step, skipped_checkpoints: skipped })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,188 @@
+use super::*;
+use crate::checkpoint::snapshot;
+use crate::metrics_log::{read_metrics, METRICS_FILE};
+use crate::optim::{clip_global_norm, OptimConfig};
+use crate::schedule::{LrSchedule, ScheduleKind};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::nn::Linear;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::Rng;
+
+/// Linear regression onto y = x·[1, −2, 3] with batches drawn from (seed, step, micro).
+struct Regression {
+    device: Device,
+    model: Linear,
+    optim: ModuleOptimizer,
+    optim_cfg: OptimConfig,
+}
+
+impl Regression {
+    fn new(init_seed: u64) -> Regression {
+        let device = Device::flex().autodiff();
+        // Deterministic init from (init_seed): the backend RNG may be process-global.
+        let mut rng = jinn_data::rng::rng_for(init_seed, "init", 0);
+        let w: Vec<f32> = (0..3).map(|_| rng.random_range(-0.5..0.5)).collect();
+        let optim_cfg = OptimConfig { weight_decay: 0.1, ..OptimConfig::default() };
+        Regression {
+            model: Linear {
+                weight: Param::from_data(TensorData::new(w, [3, 1]), &device),
+                bias: Some(Param::from_data(TensorData::new(vec![0.1f32], [1]), &device)),
+            },
+            optim: optim_cfg.init().unwrap(),
+            optim_cfg,
+            device,
+        }
+    }
+
+    fn batch(&self, seed: u64, purpose: &str, index: u64) -> (Tensor<2>, Tensor<2>) {
+        let mut rng = jinn_data::rng::rng_for(seed, purpose, index);
+        let xs: Vec<f32> = (0..12).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let ys: Vec<f32> = xs.chunks(3).map(|r| r[0] - 2.0 * r[1] + 3.0 * r[2]).collect();
+        (
+            Tensor::from_data(TensorData::new(xs, [4, 3]), &self.device), // [b, 3]
+            Tensor::from_data(TensorData::new(ys, [4, 1]), &self.device), // [b, 1]
+        )
+    }
+
+    fn loss(&self, x: Tensor<2>, y: Tensor<2>) -> Tensor<1> {
+        (self.model.forward(x) - y).square().mean()
+    }
+}
+
+impl TrainTask for Regression {
+    fn kind(&self) -> &str {
+        "regression"
+    }
+
+    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+        let mut acc = GradientsAccumulator::<Linear>::new();
+        let mut total = 0.0;
+        for micro in 0..ctx.grad_accum {
+            let (x, y) = self.batch(ctx.seed, "train-batch", ctx.step * 1000 + micro as u64);
+            let loss = self.loss(x, y).div_scalar(ctx.grad_accum as f64);
+            total += loss.clone().into_scalar::<f32>() as f64;
+            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
+        }
+        let mut grads = acc.grads();
+        let mut metrics = Metrics::from([("loss".to_string(), total)]);
+        if let Some(max) = ctx.clip_norm {
+            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
+        }
+        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        Ok(metrics)
+    }
+
+    fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
+        let mut total = 0.0;
+        for i in 0..batches {
+            let (x, y) = self.batch(0, "val-batch", i as u64);
+            total += self.loss(x, y).into_scalar::<f32>() as f64;
+        }
+        Ok(Metrics::from([("loss".to_string(), total / batches as f64)]))
+    }
+
+    fn snapshot(&self, state: TrainState) -> Result<CheckpointData> {
+        snapshot(&self.model, &self.optim, state)
+    }
+
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = checkpoint.load_model(self.model.clone())?;
+        self.optim = checkpoint.load_optimizer(self.optim_cfg.init()?)?;
+        Ok(())
+    }
+}
+
+fn bits(model: &Linear) -> Vec<u32> {
+    struct Bits(Vec<u32>);
+    impl ModuleVisitor for Bits {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+            self.0.extend(p.val().into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits));
+        }
+    }
+    let mut b = Bits(Vec::new());
+    model.visit(&mut b);
+    b.0
+}
+
+fn train_cfg() -> TrainConfig {
+    TrainConfig {
+        steps: 8,
+        batch_size: 8,
+        grad_accum: 2,
+        seed: 3,
+        lr: LrSchedule {
+            kind: ScheduleKind::Wsd,
+            init_lr: 0.0,
+            max_lr: 0.05,
+            decay_end: 0.0,
+            warmup_steps: 2,
+            decay_steps: 2,
+        },
+        optim: OptimConfig::default(),
+        clip_norm: Some(0.5),
+        log_every: 1,
+        val_every: 4,
+        val_batches: 2,
+        image_every: 0,
+        ckpt_every: 2,
+        keep_last: 2,
+        keep_every: 4,
+    }
+}
+
+fn opts(dir: &Path, resume: bool, stop_at: Option<u64>) -> RunOptions {
+    RunOptions {
+        run_dir: dir.to_path_buf(),
+        config_json: serde_json::json!({"model": {"d": 3}}),
+        resume,
+        stop_at,
+        metrics_head_len: 4,
+    }
+}
+
+#[test]
+fn interrupted_and_resumed_run_equals_uninterrupted_bit_for_bit() {
+    let cfg = train_cfg();
+    let full_dir = tempfile::tempdir().unwrap();
+    let mut full = Regression::new(1);
+    let summary = run(&mut full, &cfg, &opts(full_dir.path(), false, None)).unwrap();
+    assert_eq!((summary.start_step, summary.end_step), (0, 8));
+
+    let split_dir = tempfile::tempdir().unwrap();
+    let mut first = Regression::new(1);
+    run(&mut first, &cfg, &opts(split_dir.path(), false, Some(5))).unwrap();
+    // A new process: a differently initialised model, resumed from the step-5 checkpoint.
+    let mut second = Regression::new(99);
+    let summary = run(&mut second, &cfg, &opts(split_dir.path(), true, None)).unwrap();
+    assert_eq!((summary.start_step, summary.end_step), (5, 8));
+    assert_eq!(bits(&second.model), bits(&full.model));
+    assert_ne!(bits(&Regression::new(1).model), bits(&full.model), "training moved the weights");
+
+    // Logs read like one run; retention kept the last 2 and the multiples of 4.
+    let steps: Vec<(u64, String)> = read_metrics(&split_dir.path().join(METRICS_FILE))
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.step, r.split))
+        .collect();
+    let full_steps: Vec<(u64, String)> = read_metrics(&full_dir.path().join(METRICS_FILE))
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.step, r.split))
+        .collect();
+    assert_eq!(steps, full_steps);
+    assert_eq!(crate::checkpoint::list_steps(full_dir.path()).unwrap(), vec![4, 6, 8]);
+    let last = latest_good(full_dir.path()).unwrap().checkpoint.unwrap();
+    assert_eq!(last.state.metrics_head.last().unwrap().step, 8);
+}
+
+#[test]
+fn resuming_another_model_kind_is_refused() {
+    let cfg = train_cfg();
+    let dir = tempfile::tempdir().unwrap();
+    run(&mut Regression::new(1), &cfg, &opts(dir.path(), false, Some(2))).unwrap();
+    let mut other = opts(dir.path(), true, None);
+    other.config_json = serde_json::json!({"model": {"d": 4}});
+    let err = run(&mut Regression::new(1), &cfg, &other).unwrap_err().to_string();
+    assert!(err.contains("model.d"), "{err}");
+}
