@@ -34,7 +34,7 @@ pub struct MultiHeadAttentionConfig {
 impl MultiHeadAttentionConfig {
     /// Builds the layer with LeCun-normal kernels and zero biases (spec §1.7).
     pub fn init(&self, device: &Device) -> Result<MultiHeadAttention, NnError> {
-        if self.num_heads == 0 || self.d_model % self.num_heads != 0 {
+        if self.num_heads == 0 || !self.d_model.is_multiple_of(self.num_heads) {
             return Err(NnError::InvalidConfig {
                 field: "num_heads",
                 reason: format!(

@@ -15,7 +15,7 @@ pub fn sinusoid_table(len: usize, dim: usize, device: &Device) -> Tensor<2> {
         for j in 0..dim {
             let two_i = (j - j % 2) as f64;
             let angle = pos as f64 * (-two_i * ln_base / dim as f64).exp();
-            table[pos * dim + j] = if j % 2 == 0 { angle.sin() } else { angle.cos() } as f32;
+            table[pos * dim + j] = if j.is_multiple_of(2) { angle.sin() } else { angle.cos() } as f32;
         }
     }
     Tensor::from_data(TensorData::new(table, [len, dim]), device)
@@ -38,7 +38,7 @@ mod tests {
     fn naive_pe(pos: usize, j: usize, m: usize) -> f64 {
         let i = (j / 2) as f64;
         let omega = (-2.0 * i * 10000f64.ln() / m as f64).exp();
-        if j % 2 == 0 {
+        if j.is_multiple_of(2) {
             (pos as f64 * omega).sin()
         } else {
             (pos as f64 * omega).cos()
