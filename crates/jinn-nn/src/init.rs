@@ -1,10 +1,13 @@
 //! Parameter initialisers matching flax NNX defaults (jasmine spec §1.7).
 //!
-//! Random draws use the device's generator (`Tensor::random`); seed it with
-//! `device.seed(..)` (derived from the run seed) before building a model for a reproducible
-//! initialisation.
+//! Parameters are created lazily (`Param::uninitialized`, as Burn's own layers do): nothing is
+//! drawn until a parameter is first used, so building a model that is then loaded from a
+//! checkpoint costs no random initialisation, and counting parameters is free. Random draws use
+//! the device's generator (`Tensor::random`) at first use; for a reproducible initialisation seed
+//! it with `device.seed(..)` (derived from the run seed) and touch the parameters in a fixed
+//! order (e.g. one forward pass) on one thread.
 
-use burn::module::Param;
+use burn::module::{Param, ParamId};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::{Device, Distribution, Tensor};
 
@@ -37,11 +40,28 @@ pub fn lecun_normal(fan_in: usize, fan_out: usize, device: &Device) -> Tensor<2>
     truncated_normal([fan_in, fan_out], device) * std // [fan_in, fan_out]
 }
 
+/// A trainable parameter of `shape` whose value `make(device)` is computed at first use.
+pub fn lazy_param<const D: usize>(
+    shape: [usize; D],
+    device: &Device,
+    make: impl Fn(&Device) -> Tensor<D> + Send + Sync + 'static,
+) -> Param<Tensor<D>> {
+    let init = move |device: &Device, require_grad: bool| {
+        let value = make(device);
+        if require_grad {
+            value.require_grad()
+        } else {
+            value
+        }
+    };
+    Param::uninitialized(ParamId::new(), init, device.clone(), true, shape.into())
+}
+
 /// A dense layer `d_in → d_out` with a LeCun-normal kernel and a zero bias (flax `nnx.Linear`).
 pub fn linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
     Linear {
-        weight: Param::from_tensor(lecun_normal(d_in, d_out, device)), // [d_in, d_out]
-        bias: Some(Param::from_tensor(Tensor::zeros([d_out], device))), // [d_out]
+        weight: lazy_param([d_in, d_out], device, move |dev| lecun_normal(d_in, d_out, dev)), // [d_in, d_out]
+        bias: Some(lazy_param([d_out], device, move |dev| Tensor::zeros([d_out], dev))),      // [d_out]
     }
 }
 

@@ -6,6 +6,8 @@
 //! `wgpu` with the crate feature). Shapes use the spec's letters: B batch, T frames,
 //! N tokens per frame, P patch length, M model width, D FFN width, L code width, K codes.
 
+#![warn(missing_docs)]
+
 pub mod attention;
 pub mod axial;
 pub mod error;

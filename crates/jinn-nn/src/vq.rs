@@ -22,6 +22,7 @@ use burn::tensor::{Bool, Device, Distribution, Int, Tensor, TensorData};
 use rand::Rng;
 
 use crate::error::NnError;
+use crate::init;
 
 /// Commitment-loss weight β (`vq_beta`).
 pub const VQ_BETA: f64 = 0.25;
@@ -43,7 +44,7 @@ pub struct VectorQuantizerConfig {
 
 impl VectorQuantizerConfig {
     /// Builds the quantiser: codebook entries ~ N(0, 1), then every row L2-normalised
-    /// (device RNG; seed the device for reproducibility).
+    /// (drawn lazily at first use from the device RNG, see [`crate::init`]).
     pub fn init(&self, device: &Device) -> Result<VectorQuantizer, NnError> {
         if self.num_codes == 0 || self.code_dim == 0 {
             return Err(NnError::InvalidConfig {
@@ -57,9 +58,13 @@ impl VectorQuantizerConfig {
                 reason: format!("must be in [0, 1), got {}", self.dropout),
             });
         }
-        let c = Tensor::<2>::random([self.num_codes, self.code_dim], Distribution::Normal(0.0, 1.0), device); // [k, l]
-        let norm = c.clone().powi_scalar(2).sum_dim(1).sqrt(); // [k, 1]
-        Ok(VectorQuantizer { codebook: Param::from_tensor(c / norm), dropout: self.dropout })
+        let (k, l) = (self.num_codes, self.code_dim);
+        let codebook = init::lazy_param([k, l], device, move |dev| {
+            let c = Tensor::<2>::random([k, l], Distribution::Normal(0.0, 1.0), dev); // [k, l]
+            let norm = c.clone().powi_scalar(2).sum_dim(1).sqrt(); // [k, 1]
+            c / norm
+        });
+        Ok(VectorQuantizer { codebook, dropout: self.dropout })
     }
 }
 
