@@ -1,0 +1,259 @@
+//! Multi-head self-attention (jasmine spec §1.5).
+//!
+//! Separate Q, K, V projections `M → (H, M/H)` and an output projection `(H, M/H) → M`, all
+//! with bias; scores `q·kᵀ / sqrt(M/H)`, softmax, weighted sum of V; optional causal mask. No
+//! QK-norm, no RoPE, no dropout (Jasmine's dropout is a no-op). The attention itself is Burn's
+//! fused `burn::tensor::module::attention` (a native kernel on flex / CubeCL for inference; the
+//! composite fallback under autodiff).
+//!
+//! For a later KV cache, [`MultiHeadAttention::project_qkv`] and [`attend`] are public so a
+//! decoder can project only new tokens and attend over cached keys/values.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Device, Tensor};
+
+use crate::error::NnError;
+use crate::init;
+
+/// Configuration of [`MultiHeadAttention`].
+#[derive(Config, Debug)]
+pub struct MultiHeadAttentionConfig {
+    /// Model width `M`.
+    pub d_model: usize,
+    /// Number of heads `H`; must divide `M`.
+    pub num_heads: usize,
+    /// Whether position `i` may only attend to positions `≤ i`.
+    #[config(default = false)]
+    pub causal: bool,
+}
+
+impl MultiHeadAttentionConfig {
+    /// Builds the layer with LeCun-normal kernels and zero biases (spec §1.7).
+    pub fn init(&self, device: &Device) -> Result<MultiHeadAttention, NnError> {
+        if self.num_heads == 0 || !self.d_model.is_multiple_of(self.num_heads) {
+            return Err(NnError::InvalidConfig {
+                field: "num_heads",
+                reason: format!(
+                    "must be positive and divide d_model = {}, got {}",
+                    self.d_model, self.num_heads
+                ),
+            });
+        }
+        let m = self.d_model;
+        Ok(MultiHeadAttention {
+            query: init::linear(m, m, device),
+            key: init::linear(m, m, device),
+            value: init::linear(m, m, device),
+            output: init::linear(m, m, device),
+            num_heads: self.num_heads,
+            causal: self.causal,
+        })
+    }
+}
+
+/// Multi-head self-attention over the middle axis of `[batch, seq, M]`.
+#[derive(Module, Debug)]
+pub struct MultiHeadAttention {
+    /// Query projection `M → M` (heads concatenated, head-major).
+    pub query: Linear,
+    /// Key projection `M → M`.
+    pub key: Linear,
+    /// Value projection `M → M`.
+    pub value: Linear,
+    /// Output projection `M → M`.
+    pub output: Linear,
+    /// Number of heads `H`.
+    pub num_heads: usize,
+    /// Causal masking over the sequence axis.
+    pub causal: bool,
+}
+
+impl MultiHeadAttention {
+    /// Self-attention: `x` `[batch, seq, M]` → `[batch, seq, M]`.
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let (q, k, v) = self.project_qkv(x); // each [batch, heads, seq, head_dim]
+        let context = attend(q, k, v, self.causal); // [batch, heads, seq, head_dim]
+        self.merge_heads(context) // [batch, seq, M]
+    }
+
+    /// Projects `x` `[batch, seq, M]` to queries, keys and values, each
+    /// `[batch, heads, seq, head_dim]`.
+    pub fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+        let q = self.split_heads(self.query.forward(x.clone()));
+        let k = self.split_heads(self.key.forward(x.clone()));
+        let v = self.split_heads(self.value.forward(x));
+        (q, k, v)
+    }
+
+    /// Concatenates heads `[batch, heads, seq, head_dim]` and applies the output projection
+    /// → `[batch, seq, M]`.
+    pub fn merge_heads(&self, context: Tensor<4>) -> Tensor<3> {
+        let [b, h, s, hd] = context.dims();
+        let context = context.swap_dims(1, 2).reshape([b, s, h * hd]); // [b, s, M]
+        self.output.forward(context) // [b, s, M]
+    }
+
+    fn split_heads(&self, x: Tensor<3>) -> Tensor<4> {
+        let [b, s, m] = x.dims();
+        let h = self.num_heads;
+        x.reshape([b, s, h, m / h]).swap_dims(1, 2) // [b, h, s, head_dim]
+    }
+}
+
+/// Scaled dot-product attention `softmax(q·kᵀ/sqrt(head_dim) [+ causal mask]) · v` on
+/// `[batch, heads, seq, head_dim]` tensors (Burn's fused op; the causal mask hides key
+/// positions after the query position, aligned at the start of both sequences).
+pub fn attend(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+    let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: causal };
+    attention(q, k, v, None, None, options) // [batch, heads, seq_q, head_dim]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Distribution, TensorData};
+
+    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.try_into_vec_as::<f32>().unwrap()
+    }
+
+    /// Dense layer on host: `x [rows, din] · w [din, dout] + b`.
+    fn host_linear(x: &[f32], rows: usize, l: &Linear) -> Vec<f32> {
+        let [din, dout] = l.weight.val().dims();
+        let w = to_vec(l.weight.val());
+        let bias = to_vec(l.bias.as_ref().unwrap().val());
+        let mut y = vec![0.0f32; rows * dout];
+        for r in 0..rows {
+            for o in 0..dout {
+                let mut acc = bias[o] as f64;
+                for i in 0..din {
+                    acc += x[r * din + i] as f64 * w[i * dout + o] as f64;
+                }
+                y[r * dout + o] = acc as f32;
+            }
+        }
+        y
+    }
+
+    /// Naive reference: explicit loops over batch, head, query, key.
+    fn naive_mha(mha: &MultiHeadAttention, x: &[f32], [b, s, m]: [usize; 3]) -> Vec<f32> {
+        let h = mha.num_heads;
+        let hd = m / h;
+        let q = host_linear(x, b * s, &mha.query);
+        let k = host_linear(x, b * s, &mha.key);
+        let v = host_linear(x, b * s, &mha.value);
+        let mut ctx = vec![0.0f32; b * s * m];
+        for bi in 0..b {
+            for hi in 0..h {
+                for i in 0..s {
+                    let at = |t: &[f32], pos: usize, d: usize| t[(bi * s + pos) * m + hi * hd + d] as f64;
+                    let mut scores = vec![f64::NEG_INFINITY; s];
+                    for (j, sc) in scores.iter_mut().enumerate() {
+                        if mha.causal && j > i {
+                            continue;
+                        }
+                        *sc = (0..hd).map(|d| at(&q, i, d) * at(&k, j, d)).sum::<f64>() / (hd as f64).sqrt();
+                    }
+                    let mx = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+                    let z: f64 = e.iter().sum();
+                    for d in 0..hd {
+                        let val: f64 = (0..s).map(|j| e[j] / z * at(&v, j, d)).sum();
+                        ctx[(bi * s + i) * m + hi * hd + d] = val as f32;
+                    }
+                }
+            }
+        }
+        host_linear(&ctx, b * s, &mha.output)
+    }
+
+    fn check(causal: bool) {
+        let device = Device::flex();
+        let shape = [2, 5, 16];
+        let mha = MultiHeadAttentionConfig::new(16, 4).with_causal(causal).init(&device).unwrap();
+        let x = Tensor::<3>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+        let xs = to_vec(x.clone());
+        let got = to_vec(mha.forward(x));
+        let want = naive_mha(&mha, &xs, shape);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-4, "causal={causal}: {g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn matches_naive_reference_non_causal() {
+        check(false);
+    }
+
+    #[test]
+    fn matches_naive_reference_causal() {
+        check(true);
+    }
+
+    /// Same attention from basic tensor ops, for gradient comparison under autodiff.
+    fn basic_ops_attend(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+        let [_, _, s, hd] = q.dims();
+        let scores = q.matmul(k.swap_dims(2, 3)) / (hd as f64).sqrt(); // [b, h, s, s]
+        let scores = if causal {
+            let mask: Vec<bool> = (0..s * s).map(|ij| ij % s > ij / s).collect();
+            let mask =
+                Tensor::<2, burn::tensor::Bool>::from_data(TensorData::new(mask, [s, s]), &scores.device());
+            scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
+        } else {
+            scores
+        };
+        burn::tensor::activation::softmax(scores, 3).matmul(v) // [b, h, s, hd]
+    }
+
+    #[test]
+    fn gradients_are_finite_and_match_basic_ops() {
+        let device = Device::flex().autodiff();
+        for causal in [false, true] {
+            let shape = [2, 3, 4, 8];
+            let mk = || Tensor::<4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+            let (q, k, v) = (mk(), mk(), mk());
+            let g = Tensor::<4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+            let grads_of = |f: fn(Tensor<4>, Tensor<4>, Tensor<4>, bool) -> Tensor<4>| {
+                let (q, k, v) = (
+                    q.clone().detach().require_grad(),
+                    k.clone().detach().require_grad(),
+                    v.clone().detach().require_grad(),
+                );
+                let out = f(q.clone(), k.clone(), v.clone(), causal);
+                let grads = (out * g.clone().detach()).sum().backward();
+                [q, k, v].map(|t| to_vec(t.grad(&grads).unwrap()))
+            };
+            let fused = grads_of(attend);
+            let basic = grads_of(basic_ops_attend);
+            for (gf, gb) in fused.iter().zip(&basic) {
+                for (a, b) in gf.iter().zip(gb) {
+                    assert!(a.is_finite(), "non-finite gradient");
+                    assert!((a - b).abs() < 1e-4, "causal={causal}: {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn module_gradients_are_finite() {
+        let device = Device::flex().autodiff();
+        let mha = MultiHeadAttentionConfig::new(8, 2).with_causal(true).init(&device).unwrap();
+        let x = Tensor::<3>::random([2, 4, 8], Distribution::Normal(0.0, 1.0), &device).require_grad();
+        let grads = mha.forward(x.clone()).powi_scalar(2).mean().backward();
+        let gx = to_vec(x.grad(&grads).unwrap());
+        assert!(gx.iter().all(|v| v.is_finite()) && gx.iter().any(|v| *v != 0.0));
+        let gw = to_vec(mha.query.weight.val().grad(&grads).unwrap());
+        assert!(gw.iter().all(|v| v.is_finite()) && gw.iter().any(|v| *v != 0.0));
+    }
+
+    #[test]
+    fn bad_head_count_is_an_error() {
+        let device = Device::flex();
+        assert!(MultiHeadAttentionConfig::new(10, 4).init(&device).is_err());
+        assert!(MultiHeadAttentionConfig::new(10, 0).init(&device).is_err());
+    }
+}

@@ -1,0 +1,247 @@
+//! Axial ("ST") transformer: spatial attention within each frame, temporal attention across
+//! frames for each token position, and an FFN (jasmine spec §1.4).
+//!
+//! Activation rematerialisation: Jasmine wraps every block in `nnx.remat`. Burn 0.22 has no
+//! per-segment checkpoint API; recomputation is a property of the autodiff device
+//! (`Device::flex().autodiff().gradient_checkpointing()`, the `Balanced` strategy, which
+//! recomputes memory-bound ops and keeps matmul outputs). The trainer chooses it when it
+//! builds the device; the modules here need nothing for it, so there is no per-block flag.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{LayerNorm, Linear};
+use burn::tensor::activation::gelu_approximate;
+use burn::tensor::{Device, Tensor};
+
+use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
+use crate::error::NnError;
+use crate::init;
+use crate::position::add_spatiotemporal_pe;
+
+/// Configuration of one [`AxialBlock`].
+#[derive(Config, Debug)]
+pub struct AxialBlockConfig {
+    /// Model width `M`.
+    pub d_model: usize,
+    /// FFN hidden width `D`.
+    pub d_ffn: usize,
+    /// Attention heads (must divide `M`).
+    pub num_heads: usize,
+    /// Causal attention over the N tokens of a frame (false for tokenizer/LAM/MaskGIT).
+    #[config(default = false)]
+    pub spatial_causal: bool,
+    /// Causal attention over the T frames (true everywhere in Jasmine).
+    #[config(default = true)]
+    pub temporal_causal: bool,
+}
+
+impl AxialBlockConfig {
+    /// Builds the block (LayerNorms scale 1 / bias 0 / eps 1e-6, LeCun-normal kernels, zero biases).
+    pub fn init(&self, device: &Device) -> Result<AxialBlock, NnError> {
+        let attn = |causal| {
+            MultiHeadAttentionConfig::new(self.d_model, self.num_heads).with_causal(causal).init(device)
+        };
+        Ok(AxialBlock {
+            norm_spatial: init::layer_norm(self.d_model, device),
+            attn_spatial: attn(self.spatial_causal)?,
+            norm_temporal: init::layer_norm(self.d_model, device),
+            attn_temporal: attn(self.temporal_causal)?,
+            norm_ffn: init::layer_norm(self.d_model, device),
+            ffn_in: init::linear(self.d_model, self.d_ffn, device),
+            ffn_out: init::linear(self.d_ffn, self.d_model, device),
+        })
+    }
+}
+
+/// Pre-norm axial block with three residual sub-layers: spatial attention, temporal
+/// attention, FFN (`M → D → M`, tanh-GELU).
+#[derive(Module, Debug)]
+pub struct AxialBlock {
+    /// LayerNorm before spatial attention.
+    pub norm_spatial: LayerNorm,
+    /// Attention over the N axis, per (b, t).
+    pub attn_spatial: MultiHeadAttention,
+    /// LayerNorm before temporal attention.
+    pub norm_temporal: LayerNorm,
+    /// Attention over the T axis, per (b, n).
+    pub attn_temporal: MultiHeadAttention,
+    /// LayerNorm before the FFN.
+    pub norm_ffn: LayerNorm,
+    /// FFN input projection `M → D`.
+    pub ffn_in: Linear,
+    /// FFN output projection `D → M`.
+    pub ffn_out: Linear,
+}
+
+impl AxialBlock {
+    /// `x` `[B, T, N, M]` → `[B, T, N, M]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let [b, t, n, m] = x.dims();
+
+        // Spatial: attention over n for each (b, t).
+        let h = self.norm_spatial.forward(x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
+        let h = self.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]
+        let x = x + h;
+
+        // Temporal: attention over t for each (b, n).
+        let h = self.norm_temporal.forward(x.clone()).swap_dims(1, 2); // [b, n, t, m]
+        let h = self.attn_temporal.forward(h.reshape([b * n, t, m])); // [b·n, t, m]
+        let h = h.reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
+        let x = x + h;
+
+        // FFN.
+        let h = self.ffn_in.forward(self.norm_ffn.forward(x.clone())); // [b, t, n, d]
+        let h = self.ffn_out.forward(gelu_approximate(h)); // [b, t, n, m]
+        x + h
+    }
+}
+
+/// Configuration of an [`AxialTransformer`] (`I → M → … → O`).
+#[derive(Config, Debug)]
+pub struct AxialTransformerConfig {
+    /// Input width `I`.
+    pub d_input: usize,
+    /// Model width `M`.
+    pub d_model: usize,
+    /// FFN hidden width `D`.
+    pub d_ffn: usize,
+    /// Output width `O`.
+    pub d_output: usize,
+    /// Number of axial blocks.
+    pub num_blocks: usize,
+    /// Attention heads (must divide `M`).
+    pub num_heads: usize,
+    /// Causal spatial attention.
+    #[config(default = false)]
+    pub spatial_causal: bool,
+    /// Causal temporal attention.
+    #[config(default = true)]
+    pub temporal_causal: bool,
+}
+
+impl AxialTransformerConfig {
+    /// Builds the transformer with the spec §1.7 initialisers.
+    pub fn init(&self, device: &Device) -> Result<AxialTransformer, NnError> {
+        let block = AxialBlockConfig::new(self.d_model, self.d_ffn, self.num_heads)
+            .with_spatial_causal(self.spatial_causal)
+            .with_temporal_causal(self.temporal_causal);
+        let blocks = (0..self.num_blocks).map(|_| block.init(device)).collect::<Result<Vec<_>, _>>()?;
+        Ok(AxialTransformer {
+            norm_in: init::layer_norm(self.d_input, device),
+            proj_in: init::linear(self.d_input, self.d_model, device),
+            norm_model: init::layer_norm(self.d_model, device),
+            blocks,
+            proj_out: init::linear(self.d_model, self.d_output, device),
+        })
+    }
+}
+
+/// Stem `LN → Linear(I→M) → LN → +PE`, then the axial blocks, then `Linear(M→O)`
+/// (no final LayerNorm).
+#[derive(Module, Debug)]
+pub struct AxialTransformer {
+    /// LayerNorm over the input width `I`.
+    pub norm_in: LayerNorm,
+    /// Input projection `I → M`.
+    pub proj_in: Linear,
+    /// LayerNorm over `M` after the input projection.
+    pub norm_model: LayerNorm,
+    /// The axial blocks.
+    pub blocks: Vec<AxialBlock>,
+    /// Output projection `M → O`.
+    pub proj_out: Linear,
+}
+
+impl AxialTransformer {
+    /// `x` `[B, T, N, I]` → `[B, T, N, O]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let x = self.norm_in.forward(x); // [b, t, n, i]
+        let x = self.norm_model.forward(self.proj_in.forward(x)); // [b, t, n, m]
+        let mut x = add_spatiotemporal_pe(x); // [b, t, n, m]
+        for block in &self.blocks {
+            x = block.forward(x); // [b, t, n, m]
+        }
+        self.proj_out.forward(x) // [b, t, n, o]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Distribution;
+
+    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.try_into_vec_as::<f32>().unwrap()
+    }
+
+    fn small(device: &Device) -> AxialTransformer {
+        AxialTransformerConfig::new(6, 16, 32, 5, 2, 4).init(device).unwrap()
+    }
+
+    #[test]
+    fn shapes() {
+        let device = Device::flex();
+        let model = small(&device);
+        let x = Tensor::<4>::random([2, 3, 4, 6], Distribution::Normal(0.0, 1.0), &device);
+        assert_eq!(model.forward(x).dims(), [2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn temporal_attention_is_causal() {
+        let device = Device::flex();
+        let model = small(&device);
+        let (b, t, n, i) = (2, 4, 3, 6);
+        let x = Tensor::<4>::random([b, t, n, i], Distribution::Normal(0.0, 1.0), &device);
+        let y = model.forward(x.clone());
+        let cut = 2; // frames ≥ cut are changed
+        let noise = Tensor::<4>::random([b, t - cut, n, i], Distribution::Normal(0.0, 1.0), &device);
+        let x2 = x.slice_assign([0..b, cut..t, 0..n, 0..i], noise);
+        let y2 = model.forward(x2);
+        let early = |y: Tensor<4>| to_vec(y.slice([0..b, 0..cut, 0..n, 0..5]));
+        let late = |y: Tensor<4>| to_vec(y.slice([0..b, cut..t, 0..n, 0..5]));
+        assert_eq!(early(y.clone()), early(y2.clone()), "frames < cut must not see later frames");
+        assert_ne!(late(y), late(y2));
+    }
+
+    #[test]
+    fn spatial_attention_sees_every_token_of_the_frame() {
+        let device = Device::flex();
+        let model = small(&device);
+        let (b, t, n, i) = (1, 2, 4, 6);
+        let x = Tensor::<4>::random([b, t, n, i], Distribution::Normal(0.0, 1.0), &device);
+        let y = to_vec(model.forward(x.clone()));
+        // Change only the last token of frame 0: every token of frame 0 must change.
+        let noise = Tensor::<4>::random([1, 1, 1, i], Distribution::Normal(0.0, 1.0), &device);
+        let x2 = x.slice_assign([0..1, 0..1, n - 1..n, 0..i], noise);
+        let y2 = to_vec(model.forward(x2));
+        let o = 5;
+        for tok in 0..n {
+            let r = tok * o..(tok + 1) * o;
+            assert_ne!(y[r.clone()], y2[r], "token {tok} of frame 0 did not see the change");
+        }
+    }
+
+    #[test]
+    fn spatial_causal_option_hides_later_tokens() {
+        let device = Device::flex();
+        let model =
+            AxialTransformerConfig::new(6, 16, 32, 5, 1, 2).with_spatial_causal(true).init(&device).unwrap();
+        let (b, t, n, i) = (1, 2, 4, 6);
+        let x = Tensor::<4>::random([b, t, n, i], Distribution::Normal(0.0, 1.0), &device);
+        let y = model.forward(x.clone());
+        let noise = Tensor::<4>::random([b, t, 1, i], Distribution::Normal(0.0, 1.0), &device);
+        let y2 = model.forward(x.slice_assign([0..b, 0..t, n - 1..n, 0..i], noise));
+        let first = |y: Tensor<4>| to_vec(y.slice([0..b, 0..t, 0..n - 1, 0..5]));
+        assert_eq!(first(y), first(y2));
+    }
+
+    #[test]
+    fn gradients_flow_with_checkpointing_device() {
+        let device = Device::flex().autodiff().gradient_checkpointing();
+        let model = small(&device);
+        let x = Tensor::<4>::random([1, 2, 3, 6], Distribution::Normal(0.0, 1.0), &device);
+        let grads = model.forward(x).powi_scalar(2).mean().backward();
+        let g = to_vec(model.blocks[0].ffn_in.weight.val().grad(&grads).unwrap());
+        assert!(g.iter().all(|v| v.is_finite()) && g.iter().any(|v| *v != 0.0));
+    }
+}

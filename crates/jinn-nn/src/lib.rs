@@ -1,0 +1,29 @@
+//! Neural building blocks of jinn's Genie-style world model, on Burn 0.22, following the
+//! Jasmine reference (`jasmine-spec.md` §1): patchify, sinusoidal positional encoding,
+//! multi-head attention, the axial (spatio-temporal) transformer and the vector quantiser.
+//!
+//! Everything runs on a runtime [`burn::tensor::Device`] (CPU `Device::flex()` by default;
+//! `wgpu` with the crate feature). Shapes use the spec's letters: B batch, T frames,
+//! N tokens per frame, P patch length, M model width, D FFN width, L code width, K codes.
+
+#![warn(missing_docs)]
+
+pub mod attention;
+pub mod axial;
+pub mod error;
+pub mod init;
+pub mod patch;
+pub mod position;
+pub mod vq;
+
+#[cfg(test)]
+mod params;
+
+pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};
+pub use axial::{AxialBlock, AxialBlockConfig, AxialTransformer, AxialTransformerConfig};
+pub use error::NnError;
+pub use patch::{patchify, unpatchify, PatchGrid};
+pub use position::{add_spatiotemporal_pe, sinusoid_table};
+pub use vq::{
+    CodeReset, CodeUsage, DeadCodeTracker, VectorQuantizer, VectorQuantizerConfig, VqOutput, VQ_BETA,
+};

@@ -1,0 +1,506 @@
+//! Vector quantiser with cosine-similarity code selection (jasmine spec §1.6, §3.3).
+//!
+//! Forward on `x` `[D, L]`:
+//! 1. `x̂ = x / (‖x‖₂ + 1e-8)` row-wise, `Ĉ` likewise for the codebook rows;
+//! 2. `dist = −x̂·Ĉᵀ` `[D, K]`;
+//! 3. training only: inverted dropout on `dist` (kept entries scaled by `1/(1−p)`, dropped
+//!    entries set to 0) — this randomises the choice;
+//! 4. `idx = argmin(dist)` (first index on ties);
+//! 5. `z = C[idx]`, the **un-normalised** code;
+//! 6. straight-through `z_q = x̂ + stop_grad(z − x̂)` (value `z`, gradient to `x̂`).
+//!
+//! Losses (β = 0.25): codebook `mean((sg(x̂) − z)²)` trains C, commitment
+//! `mean((x̂ − sg(z))²)` trains the encoder.
+//!
+//! Deviation: Jasmine computes the quantiser in bf16; here it runs in the tensors' dtype
+//! (f32 on CPU). Randomness (dropout, dead-code reset) comes from a caller-supplied
+//! [`rand::Rng`], which the trainer derives from (seed, step, purpose).
+
+use burn::config::Config;
+use burn::module::{Module, Param};
+use burn::tensor::{Bool, Device, Distribution, Int, Tensor, TensorData};
+use rand::Rng;
+
+use crate::error::NnError;
+use crate::init;
+
+/// Commitment-loss weight β (`vq_beta`).
+pub const VQ_BETA: f64 = 0.25;
+
+/// Added to the L2 norm before dividing.
+const NORM_EPS: f64 = 1e-8;
+
+/// Configuration of [`VectorQuantizer`].
+#[derive(Config, Debug)]
+pub struct VectorQuantizerConfig {
+    /// Codebook size `K`.
+    pub num_codes: usize,
+    /// Code width `L`.
+    pub code_dim: usize,
+    /// Codebook-dropout probability on the distance matrix in training.
+    #[config(default = 0.01)]
+    pub dropout: f64,
+}
+
+impl VectorQuantizerConfig {
+    /// Builds the quantiser: codebook entries ~ N(0, 1), then every row L2-normalised
+    /// (drawn lazily at first use from the device RNG, see [`crate::init`]).
+    pub fn init(&self, device: &Device) -> Result<VectorQuantizer, NnError> {
+        if self.num_codes == 0 || self.code_dim == 0 {
+            return Err(NnError::InvalidConfig {
+                field: "num_codes/code_dim",
+                reason: "must be positive".into(),
+            });
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(NnError::InvalidConfig {
+                field: "dropout",
+                reason: format!("must be in [0, 1), got {}", self.dropout),
+            });
+        }
+        let (k, l) = (self.num_codes, self.code_dim);
+        let codebook = init::lazy_param([k, l], device, move |dev| {
+            let c = Tensor::<2>::random([k, l], Distribution::Normal(0.0, 1.0), dev); // [k, l]
+            let norm = c.clone().powi_scalar(2).sum_dim(1).sqrt(); // [k, 1]
+            c / norm
+        });
+        Ok(VectorQuantizer { codebook, dropout: self.dropout })
+    }
+}
+
+/// Codebook `C` `[K, L]` and the dropout rate used by [`VectorQuantizer::forward_train`].
+#[derive(Module, Debug)]
+pub struct VectorQuantizer {
+    /// Codebook `[K, L]`.
+    pub codebook: Param<Tensor<2>>,
+    /// Codebook-dropout probability.
+    pub dropout: f64,
+}
+
+/// Result of a quantiser forward pass over `D` vectors.
+#[derive(Debug, Clone)]
+pub struct VqOutput {
+    /// Straight-through output `[D, L]`: value `z`, gradient into `emb`.
+    pub z_q: Tensor<2>,
+    /// Selected raw (un-normalised) code vectors `C[idx]` `[D, L]`; carries the codebook gradient.
+    pub z: Tensor<2>,
+    /// Normalised inputs `x̂` `[D, L]`.
+    pub emb: Tensor<2>,
+    /// Selected code indices `[D]`.
+    pub indices: Tensor<1, Int>,
+}
+
+impl VqOutput {
+    /// Codebook loss `mean((sg(x̂) − z)²)` (scalar `[1]`).
+    pub fn codebook_loss(&self) -> Tensor<1> {
+        (self.emb.clone().detach() - self.z.clone()).powi_scalar(2).mean()
+    }
+
+    /// Commitment loss `mean((x̂ − sg(z))²)` (scalar `[1]`).
+    pub fn commitment_loss(&self) -> Tensor<1> {
+        (self.emb.clone() - self.z.clone().detach()).powi_scalar(2).mean()
+    }
+
+    /// VQ term `codebook + β·commitment`.
+    pub fn loss(&self, beta: f64) -> Tensor<1> {
+        self.codebook_loss() + self.commitment_loss() * beta
+    }
+}
+
+/// Row-wise `x / (‖x‖₂ + 1e-8)` of `[rows, L]`.
+fn normalize(x: Tensor<2>) -> Tensor<2> {
+    let norm = x.clone().powi_scalar(2).sum_dim(1).sqrt() + NORM_EPS; // [rows, 1]
+    x / norm
+}
+
+/// A codebook-dropout mask `[rows, codes]` (`true` = dropped) drawn with probability `p`.
+pub fn dropout_mask(
+    rows: usize,
+    codes: usize,
+    p: f64,
+    rng: &mut impl Rng,
+    device: &Device,
+) -> Tensor<2, Bool> {
+    let mask: Vec<bool> = (0..rows * codes).map(|_| rng.random_bool(p)).collect();
+    Tensor::from_data(TensorData::new(mask, [rows, codes]), device)
+}
+
+impl VectorQuantizer {
+    /// Codebook size `K`.
+    pub fn num_codes(&self) -> usize {
+        self.codebook.val().dims()[0]
+    }
+
+    /// Evaluation forward (no dropout): `x` `[D, L]`.
+    pub fn forward(&self, x: Tensor<2>) -> VqOutput {
+        self.quantize(x, None)
+    }
+
+    /// Training forward: codebook dropout with probability `self.dropout`, drawn from `rng`.
+    pub fn forward_train(&self, x: Tensor<2>, rng: &mut impl Rng) -> VqOutput {
+        if self.dropout == 0.0 {
+            return self.quantize(x, None);
+        }
+        let [d, _] = x.dims();
+        let mask = dropout_mask(d, self.num_codes(), self.dropout, rng, &x.device());
+        self.quantize(x, Some(mask))
+    }
+
+    /// Forward with an explicit dropout mask `[D, K]` (`true` = dropped), or none.
+    pub fn quantize(&self, x: Tensor<2>, dropped: Option<Tensor<2, Bool>>) -> VqOutput {
+        let [d, _] = x.dims();
+        let codebook = self.codebook.val(); // [k, l]
+        let emb = normalize(x); // [d, l]
+        let codes_hat = normalize(codebook.clone()); // [k, l]
+        let dist = emb.clone().matmul(codes_hat.transpose()).neg(); // [d, k]
+        let dist = match dropped {
+            Some(mask) => (dist / (1.0 - self.dropout)).mask_fill(mask, 0.0), // [d, k]
+            None => dist,
+        };
+        let indices = dist.detach().argmin(1).reshape([d]); // [d]
+        let z = codebook.select(0, indices.clone()); // [d, l]
+        let z_q = emb.clone() + (z.clone() - emb.clone()).detach(); // [d, l]
+        VqOutput { z_q, z, emb, indices }
+    }
+
+    /// Raw codebook rows `C[idx]` `[D, L]` for indices `[D]`.
+    pub fn codes(&self, indices: Tensor<1, Int>) -> Tensor<2> {
+        self.codebook.val().select(0, indices)
+    }
+
+    /// Replaces codebook row `dead` by a copy of row `source` for every pair, keeping the
+    /// parameter id (optimizer state is untouched, as in Jasmine).
+    pub fn reset_codes(self, resets: &[CodeReset]) -> Result<Self, NnError> {
+        let k = self.num_codes();
+        let mut mapping: Vec<i64> = (0..k as i64).collect();
+        for r in resets {
+            if r.dead >= k || r.source >= k {
+                return Err(NnError::Shape {
+                    what: "code reset index",
+                    expected: format!("< {k}"),
+                    got: format!("{r:?}"),
+                });
+            }
+            mapping[r.dead] = r.source as i64;
+        }
+        let codebook = self.codebook.map(|c| {
+            let requires = c.is_require_grad();
+            let device = c.device();
+            let mapping = Tensor::<1, Int>::from_data(TensorData::new(mapping, [k]), &device);
+            c.detach().select(0, mapping).set_require_grad(requires) // [k, l]
+        });
+        Ok(Self { codebook, ..self })
+    }
+}
+
+/// Per-code usage of a batch of indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeUsage {
+    /// Occurrences of each code `[K]`.
+    pub counts: Vec<u64>,
+}
+
+impl CodeUsage {
+    /// Counts the indices `[D]` into `num_codes` bins; an index `≥ num_codes` is an error.
+    pub fn from_indices(indices: Tensor<1, Int>, num_codes: usize) -> Result<Self, NnError> {
+        let idx: Vec<i64> = indices.try_into_vec_as::<i64>().expect("integer tensor data");
+        let mut counts = vec![0u64; num_codes];
+        for &i in &idx {
+            let slot = usize::try_from(i).ok().filter(|&i| i < num_codes).ok_or_else(|| NnError::Shape {
+                what: "code index",
+                expected: format!("in 0..{num_codes}"),
+                got: i.to_string(),
+            })?;
+            counts[slot] += 1;
+        }
+        Ok(Self { counts })
+    }
+
+    /// Fraction of the K codes used at least once (Jasmine's `codebook_usage`).
+    pub fn fraction_used(&self) -> f64 {
+        let used = self.counts.iter().filter(|&&c| c > 0).count();
+        used as f64 / self.counts.len().max(1) as f64
+    }
+}
+
+/// One dead-code replacement: row `dead` becomes a copy of row `source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeReset {
+    /// Code index to overwrite.
+    pub dead: usize,
+    /// Code index copied from (a code used in the current batch).
+    pub source: usize,
+}
+
+/// The LAM's dead-code bookkeeping (spec §3.3): per-code steps since last use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadCodeTracker {
+    /// Steps since each code was last used `[K]`.
+    pub last_active: Vec<u32>,
+    /// Codes with `last_active ≥ threshold` are reset (Jasmine `vq_reset_thresh`, 50).
+    pub threshold: u32,
+}
+
+impl DeadCodeTracker {
+    /// All counters at 0.
+    pub fn new(num_codes: usize, threshold: u32) -> Self {
+        Self { last_active: vec![0; num_codes], threshold }
+    }
+
+    /// One training step (after the optimizer update): counters of used codes go to 0, the
+    /// others grow by 1; K replacement sources are drawn with replacement uniformly among the
+    /// used codes, and every code with counter `≥ threshold` is assigned source `k` of that
+    /// draw and its counter reset to 0. Apply the result with [`VectorQuantizer::reset_codes`].
+    /// If no code was used (empty batch), counters advance but nothing is reset.
+    pub fn step(&mut self, usage: &CodeUsage, rng: &mut impl Rng) -> Result<Vec<CodeReset>, NnError> {
+        let k = self.last_active.len();
+        if usage.counts.len() != k {
+            return Err(NnError::Shape {
+                what: "code usage counts",
+                expected: k.to_string(),
+                got: usage.counts.len().to_string(),
+            });
+        }
+        for (last, &count) in self.last_active.iter_mut().zip(&usage.counts) {
+            *last = if count > 0 { 0 } else { last.saturating_add(1) };
+        }
+        let used: Vec<usize> = (0..k).filter(|&c| usage.counts[c] > 0).collect();
+        if used.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sources: Vec<usize> = (0..k).map(|_| used[rng.random_range(0..used.len())]).collect();
+        let mut resets = Vec::new();
+        for (code, last) in self.last_active.iter_mut().enumerate() {
+            if *last >= self.threshold {
+                resets.push(CodeReset { dead: code, source: sources[code] });
+                *last = 0;
+            }
+        }
+        Ok(resets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.try_into_vec_as::<f32>().unwrap()
+    }
+
+    fn ints(t: Tensor<1, Int>) -> Vec<i64> {
+        t.try_into_vec_as::<i64>().unwrap()
+    }
+
+    /// A quantiser whose codebook rows have different norms (so normalisation matters).
+    fn quantizer(k: usize, l: usize, dropout: f64, device: &Device) -> VectorQuantizer {
+        let mut vq = VectorQuantizerConfig::new(k, l).with_dropout(dropout).init(device).unwrap();
+        let scale: Vec<f32> = (0..k).map(|i| 0.5 + i as f32 * 0.37).collect();
+        let scale = Tensor::<1>::from_data(TensorData::new(scale, [k]), device).reshape([k, 1]);
+        vq.codebook = vq.codebook.map(|c| (c * scale).detach().require_grad_if(device));
+        vq
+    }
+
+    trait RequireGradIf {
+        fn require_grad_if(self, device: &Device) -> Self;
+    }
+    impl RequireGradIf for Tensor<2> {
+        fn require_grad_if(self, device: &Device) -> Self {
+            if device.is_autodiff() {
+                self.require_grad()
+            } else {
+                self
+            }
+        }
+    }
+
+    /// Naive selection: cosine similarity of normalised rows, optional inverted dropout,
+    /// argmin of the negated similarity (first index on ties).
+    fn naive_select(x: &[f32], c: &[f32], l: usize, p: f64, dropped: Option<&[bool]>) -> Vec<usize> {
+        let k = c.len() / l;
+        let norm = |v: &[f32]| v.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt() + 1e-8;
+        x.chunks(l)
+            .enumerate()
+            .map(|(row, xv)| {
+                let nx = norm(xv);
+                let mut best = (f64::INFINITY, 0);
+                for code in 0..k {
+                    let cv = &c[code * l..(code + 1) * l];
+                    let cos: f64 =
+                        xv.iter().zip(cv).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() / (nx * norm(cv));
+                    let mut dist = -cos;
+                    if let Some(m) = dropped {
+                        dist = if m[row * k + code] { 0.0 } else { dist / (1.0 - p) };
+                    }
+                    if dist < best.0 {
+                        best = (dist, code);
+                    }
+                }
+                best.1
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nearest_code_matches_naive_loop_and_outputs_raw_code() {
+        let device = Device::flex();
+        let (k, l, d) = (10, 8, 24);
+        let vq = quantizer(k, l, 0.0, &device);
+        let x = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 2.0), &device);
+        let out = vq.forward(x.clone());
+        let c = to_vec(vq.codebook.val());
+        let want = naive_select(&to_vec(x), &c, l, 0.0, None);
+        let got: Vec<usize> = ints(out.indices.clone()).into_iter().map(|i| i as usize).collect();
+        assert_eq!(got, want);
+        let z = to_vec(out.z);
+        let zq = to_vec(out.z_q);
+        for (row, &code) in want.iter().enumerate() {
+            for j in 0..l {
+                assert_eq!(z[row * l + j], c[code * l + j], "z is the raw code row");
+                assert!((zq[row * l + j] - c[code * l + j]).abs() < 1e-6, "z_q value equals z");
+            }
+        }
+        let emb = to_vec(out.emb);
+        for row in emb.chunks(l) {
+            let n: f32 = row.iter().map(|v| v * v).sum::<f32>().sqrt();
+            assert!((n - 1.0).abs() < 1e-5, "emb is normalised");
+        }
+    }
+
+    #[test]
+    fn straight_through_gradient() {
+        let device = Device::flex().autodiff();
+        let (k, l, d) = (6, 8, 5);
+        let vq = quantizer(k, l, 0.0, &device);
+        let x_data = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 1.0), &device).detach();
+        let g = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 1.0), &device).detach();
+
+        let x = x_data.clone().require_grad();
+        let out = vq.forward(x.clone());
+        let grads = (out.z_q * g.clone()).sum().backward();
+        let got = to_vec(x.grad(&grads).unwrap());
+        let codebook_grad = vq.codebook.val().grad(&grads).map(to_vec).unwrap_or_default();
+        assert!(codebook_grad.iter().all(|v| *v == 0.0), "z_q sends no gradient to the codebook");
+
+        // Expected: the gradient wrt z_q passed unchanged to x̂, then through x̂ = x/(‖x‖+1e-8).
+        let x2 = x_data.require_grad();
+        let norm = x2.clone().powi_scalar(2).sum_dim(1).sqrt() + 1e-8;
+        let grads = ((x2.clone() / norm) * g).sum().backward();
+        let want = to_vec(x2.grad(&grads).unwrap());
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn losses_match_hand_computation_and_route_gradients() {
+        let device = Device::flex().autodiff();
+        let (k, l, d) = (5, 4, 6);
+        let vq = quantizer(k, l, 0.0, &device);
+        let x = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 1.0), &device).require_grad();
+        let out = vq.forward(x.clone());
+        // Hand computation from x and the codebook on the host.
+        let xs = to_vec(x.clone());
+        let c = to_vec(vq.codebook.val());
+        let idx = naive_select(&xs, &c, l, 0.0, None);
+        let mut sq = 0.0f64;
+        for (row, &code) in idx.iter().enumerate() {
+            let xv = &xs[row * l..(row + 1) * l];
+            let n = xv.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt() + 1e-8;
+            for j in 0..l {
+                sq += (xv[j] as f64 / n - c[code * l + j] as f64).powi(2);
+            }
+        }
+        let mse = sq / (d * l) as f64;
+        let q = to_vec(out.codebook_loss())[0] as f64;
+        let commit = to_vec(out.commitment_loss())[0] as f64;
+        let total = to_vec(out.loss(VQ_BETA))[0] as f64;
+        assert!((q - mse).abs() < 1e-5 && (commit - mse).abs() < 1e-5, "{q} {commit} {mse}");
+        assert!((total - 1.25 * mse).abs() < 1e-5);
+
+        // Codebook loss trains only C; commitment trains only the encoder side.
+        let grads = out.codebook_loss().backward();
+        assert!(vq.codebook.val().grad(&grads).map(to_vec).unwrap().iter().any(|v| *v != 0.0));
+        assert!(x.grad(&grads).map(to_vec).unwrap_or_default().iter().all(|v| *v == 0.0));
+        let out = vq.forward(x.clone());
+        let grads = out.commitment_loss().backward();
+        assert!(vq.codebook.val().grad(&grads).map(to_vec).unwrap_or_default().iter().all(|v| *v == 0.0));
+        assert!(x.grad(&grads).map(to_vec).unwrap().iter().any(|v| *v != 0.0));
+    }
+
+    #[test]
+    fn dropout_matches_naive_and_never_picks_a_dropped_code_when_a_kept_one_is_closer() {
+        let device = Device::flex();
+        let (k, l, d, p) = (8, 4, 64, 0.5);
+        let vq = quantizer(k, l, p, &device);
+        let x = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 1.0), &device);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut replay = rng.clone();
+        let out = vq.forward_train(x.clone(), &mut rng);
+        let mask: Vec<bool> = dropout_mask(d, k, p, &mut replay, &device).try_into_vec_as::<bool>().unwrap();
+        assert!(mask.iter().any(|m| *m) && mask.iter().any(|m| !*m));
+        let xs = to_vec(x);
+        let c = to_vec(vq.codebook.val());
+        let want = naive_select(&xs, &c, l, p, Some(&mask));
+        let got: Vec<usize> = ints(out.indices).into_iter().map(|i| i as usize).collect();
+        assert_eq!(got, want);
+        // Without dropout the choice differs for some row (the mask matters).
+        assert_ne!(want, naive_select(&xs, &c, l, 0.0, None));
+        // A dropped code scores 0; a kept code with positive cosine always beats it.
+        let cos_positive = |row: usize, code: usize| {
+            let (xv, cv) = (&xs[row * l..(row + 1) * l], &c[code * l..(code + 1) * l]);
+            xv.iter().zip(cv).map(|(a, b)| a * b).sum::<f32>() > 0.0
+        };
+        for (row, &code) in got.iter().enumerate() {
+            if (0..k).any(|c2| !mask[row * k + c2] && cos_positive(row, c2)) {
+                assert!(!mask[row * k + code], "row {row} picked dropped code {code}");
+            }
+        }
+    }
+
+    #[test]
+    fn usage_counts_and_fraction() {
+        let device = Device::flex();
+        let idx = Tensor::<1, Int>::from_data(TensorData::new(vec![0i64, 3, 3, 1, 3], [5]), &device);
+        let usage = CodeUsage::from_indices(idx, 6).unwrap();
+        assert_eq!(usage.counts, vec![1, 1, 0, 3, 0, 0]);
+        assert!((usage.fraction_used() - 0.5).abs() < 1e-12);
+        let bad = Tensor::<1, Int>::from_data(TensorData::new(vec![6i64], [1]), &device);
+        assert!(CodeUsage::from_indices(bad, 6).is_err());
+    }
+
+    #[test]
+    fn dead_codes_are_reset_to_copies_of_used_codes() {
+        let device = Device::flex();
+        let (k, l) = (6, 3);
+        let vq = quantizer(k, l, 0.0, &device);
+        let id = vq.codebook.id;
+        let before = to_vec(vq.codebook.val());
+        let mut tracker = DeadCodeTracker::new(k, 2);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let usage = |counts: Vec<u64>| CodeUsage { counts };
+        // Step 1: codes 0, 1 used. Counters: [0,0,1,1,1,1] → nothing reset.
+        assert!(tracker.step(&usage(vec![2, 1, 0, 0, 0, 0]), &mut rng).unwrap().is_empty());
+        assert_eq!(tracker.last_active, vec![0, 0, 1, 1, 1, 1]);
+        // Step 2: codes 0, 2 used. Counters: [0,1,0,2,2,2] → 3, 4, 5 reset from {0, 2}.
+        let resets = tracker.step(&usage(vec![1, 0, 4, 0, 0, 0]), &mut rng).unwrap();
+        assert_eq!(resets.iter().map(|r| r.dead).collect::<Vec<_>>(), vec![3, 4, 5]);
+        assert!(resets.iter().all(|r| r.source == 0 || r.source == 2));
+        assert_eq!(tracker.last_active, vec![0, 1, 0, 0, 0, 0]);
+        let vq = vq.reset_codes(&resets).unwrap();
+        assert_eq!(vq.codebook.id, id, "parameter id kept for the optimizer");
+        let after = to_vec(vq.codebook.val());
+        for code in 0..k {
+            let src = resets.iter().find(|r| r.dead == code).map_or(code, |r| r.source);
+            assert_eq!(after[code * l..(code + 1) * l], before[src * l..(src + 1) * l], "code {code}");
+        }
+        // Same seed → same draw.
+        let mut t2 = DeadCodeTracker::new(k, 2);
+        let mut rng2 = ChaCha8Rng::seed_from_u64(9);
+        t2.step(&usage(vec![2, 1, 0, 0, 0, 0]), &mut rng2).unwrap();
+        assert_eq!(t2.step(&usage(vec![1, 0, 4, 0, 0, 0]), &mut rng2).unwrap(), resets);
+        assert!(tracker.step(&usage(vec![1; 5]), &mut rng).is_err());
+    }
+}
