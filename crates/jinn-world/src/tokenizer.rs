@@ -1,0 +1,247 @@
+//! The VQ-VAE video tokenizer (jasmine spec §2.1, loss §3.1).
+//!
+//! `videos` `[B, T, H, W, C]` u8 → f32 in `[0, 1]` (÷255, §1.1) → patchify `[B, T, N, P]` →
+//! axial encoder (spatial full, temporal causal) `[B, T, N, L]` → vector quantiser (cosine
+//! codes, straight-through) → axial decoder (spatial full, temporal causal) `[B, T, N, P]` →
+//! sigmoid → unpatchify `[B, T, H, W, C]`.
+//!
+//! Because both transformers are temporally causal, the tokens of frame `t` depend only on
+//! frames `≤ t`: tokenising a clip frame by frame gives the same indices as tokenising it whole.
+//!
+//! Deviation: Jasmine runs the model in bf16; here it runs in f32 (the CPU backend's dtype).
+
+use burn::module::Module;
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use jinn_nn::{
+    patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, VectorQuantizer,
+    VectorQuantizerConfig, VqOutput,
+};
+use serde::{Deserialize, Serialize};
+
+/// Architecture of a [`Tokenizer`] (the `model` section of a tokenizer run config). Defaults
+/// are Jasmine's (§3.8): 64×64×3 frames, patch 16, width 512, FFN 2048, 8 heads, 4 + 4
+/// blocks, 1024 codes of dimension 32, codebook dropout 0.01, β 0.25.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenizerConfig {
+    /// Frame rows `H`.
+    pub height: usize,
+    /// Frame columns `W`.
+    pub width: usize,
+    /// Frame channels `C`.
+    pub channels: usize,
+    /// Patch side `p` (frames are zero-padded to multiples of it).
+    pub patch: usize,
+    /// Transformer width `M`.
+    pub model_dim: usize,
+    /// FFN hidden width `D`.
+    pub ffn_dim: usize,
+    /// Attention heads (must divide `model_dim`).
+    pub num_heads: usize,
+    /// Encoder axial blocks.
+    pub encoder_blocks: usize,
+    /// Decoder axial blocks.
+    pub decoder_blocks: usize,
+    /// Latent (code) dimension `L`.
+    pub latent_dim: usize,
+    /// Codebook size `K`.
+    pub num_codes: usize,
+    /// Codebook dropout rate in training (§1.6), in `[0, 1)`.
+    pub codebook_dropout: f64,
+    /// Commitment weight β.
+    pub vq_beta: f64,
+}
+
+impl Default for TokenizerConfig {
+    fn default() -> Self {
+        TokenizerConfig {
+            height: 64,
+            width: 64,
+            channels: 3,
+            patch: 16,
+            model_dim: 512,
+            ffn_dim: 2048,
+            num_heads: 8,
+            encoder_blocks: 4,
+            decoder_blocks: 4,
+            latent_dim: 32,
+            num_codes: 1024,
+            codebook_dropout: 0.01,
+            vq_beta: jinn_nn::VQ_BETA,
+        }
+    }
+}
+
+impl TokenizerConfig {
+    /// The patch grid of this config's frames.
+    pub fn grid(&self) -> Result<PatchGrid, NnError> {
+        PatchGrid::new(self.patch, self.height, self.width, self.channels)
+    }
+
+    /// Build the tokenizer (spec §1.7 initialisers, drawn lazily from the device's generator).
+    pub fn init(&self, device: &Device) -> Result<Tokenizer, NnError> {
+        let grid = self.grid()?;
+        if !(self.vq_beta.is_finite() && self.vq_beta >= 0.0) {
+            return Err(NnError::InvalidConfig {
+                field: "vq_beta",
+                reason: format!("must be ≥ 0, got {}", self.vq_beta),
+            });
+        }
+        let axial = |d_in, d_out, blocks| {
+            AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
+                .with_spatial_causal(false)
+                .with_temporal_causal(true)
+                .init(device)
+        };
+        Ok(Tokenizer {
+            encoder: axial(grid.patch_dim(), self.latent_dim, self.encoder_blocks)?,
+            vq: VectorQuantizerConfig::new(self.num_codes, self.latent_dim)
+                .with_dropout(self.codebook_dropout)
+                .init(device)?,
+            decoder: axial(self.latent_dim, grid.patch_dim(), self.decoder_blocks)?,
+            patch: self.patch,
+            height: self.height,
+            width: self.width,
+            channels: self.channels,
+            vq_beta: self.vq_beta,
+        })
+    }
+}
+
+/// The VQ-VAE tokenizer (see the module docs).
+#[derive(Module, Debug)]
+pub struct Tokenizer {
+    /// Patches `P` → latents `L`.
+    pub encoder: AxialTransformer,
+    /// The codebook.
+    pub vq: VectorQuantizer,
+    /// Codes `L` → patches `P`.
+    pub decoder: AxialTransformer,
+    /// Patch side.
+    pub patch: usize,
+    /// Frame rows.
+    pub height: usize,
+    /// Frame columns.
+    pub width: usize,
+    /// Frame channels.
+    pub channels: usize,
+    /// Commitment weight β.
+    pub vq_beta: f64,
+}
+
+/// The result of [`Tokenizer::forward_train`]: the reconstruction and the loss terms.
+#[derive(Debug, Clone)]
+pub struct TokenizerOutput {
+    /// Reconstruction `[B, T, H, W, C]` in `[0, 1]`.
+    pub recon: Tensor<5>,
+    /// Code indices `[B, T, N]`.
+    pub indices: Tensor<3, Int>,
+    /// Total loss `mse + q_loss + β·commitment` `[1]`.
+    pub loss: Tensor<1>,
+    /// Mean squared reconstruction error over every pixel and channel `[1]`.
+    pub mse: Tensor<1>,
+    /// Codebook loss `mean((sg(x̂) − z)²)` `[1]`.
+    pub q_loss: Tensor<1>,
+    /// Commitment loss `mean((x̂ − sg(z))²)` `[1]`.
+    pub commitment: Tensor<1>,
+}
+
+/// u8 frames `[B, T, H, W, C]` → f32 tensor in `[0, 1]` (spec §1.1: ÷255, nothing else).
+pub fn frames_to_unit(frames: &[u8], shape: [usize; 5], device: &Device) -> Tensor<5> {
+    let data: Vec<f32> = frames.iter().map(|&v| v as f32 / 255.0).collect();
+    Tensor::from_data(TensorData::new(data, shape), device) // [b, t, h, w, c]
+}
+
+impl Tokenizer {
+    /// The patch grid of the frames this tokenizer was built for.
+    pub fn grid(&self) -> PatchGrid {
+        PatchGrid { patch: self.patch, height: self.height, width: self.width, channels: self.channels }
+    }
+
+    /// Codebook size `K`.
+    pub fn num_codes(&self) -> usize {
+        self.vq.num_codes()
+    }
+
+    fn check_frames(&self, dims: [usize; 5]) -> Result<(), NnError> {
+        let [_, _, h, w, c] = dims;
+        if [h, w, c] != [self.height, self.width, self.channels] {
+            return Err(NnError::Shape {
+                what: "videos [B, T, H, W, C]",
+                expected: format!("H×W×C = {}×{}×{}", self.height, self.width, self.channels),
+                got: format!("{h}×{w}×{c}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Encoder + quantiser on `videos` `[B, T, H, W, C]` in `[0, 1]`; `rng` enables
+    /// codebook dropout (training). Returns the quantiser output over `[B·T·N, L]` rows and
+    /// `[B, T, N]`.
+    pub fn vq_encode(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+    ) -> Result<(VqOutput, [usize; 3]), NnError> {
+        self.check_frames(videos.dims())?;
+        let patches = patchify(videos, self.patch)?; // [b, t, n, p]
+        let [b, t, n, _] = patches.dims();
+        let latents = self.encoder.forward(patches); // [b, t, n, l]
+        let l = latents.dims()[3];
+        let rows = latents.reshape([b * t * n, l]); // [b·t·n, l]
+        let out = match rng {
+            Some(mut rng) => self.vq.forward_train(rows, &mut rng),
+            None => self.vq.forward(rows),
+        };
+        Ok((out, [b, t, n]))
+    }
+
+    /// Code indices `[B, T, N]` of `videos` `[B, T, H, W, C]` in `[0, 1]` (no dropout).
+    pub fn encode(&self, videos: Tensor<5>) -> Result<Tensor<3, Int>, NnError> {
+        let (out, [b, t, n]) = self.vq_encode(videos, None)?;
+        Ok(out.indices.reshape([b, t, n]))
+    }
+
+    /// Decoder on quantised latents `[B, T, N, L]` → frames `[B, T, H, W, C]` in `[0, 1]`.
+    pub fn decode_latents(&self, z_q: Tensor<4>) -> Result<Tensor<5>, NnError> {
+        let patches = sigmoid(self.decoder.forward(z_q)); // [b, t, n, p]
+        unpatchify(patches, self.grid()) // [b, t, h, w, c]
+    }
+
+    /// Frames `[B, T, H, W, C]` in `[0, 1]` from code indices `[B, T, N]` (raw codebook rows).
+    pub fn decode(&self, indices: Tensor<3, Int>) -> Result<Tensor<5>, NnError> {
+        let [b, t, n] = indices.dims();
+        if n != self.grid().num_patches() {
+            return Err(NnError::Shape {
+                what: "indices [B, T, N]",
+                expected: format!("N = {}", self.grid().num_patches()),
+                got: format!("N = {n}"),
+            });
+        }
+        let codes = self.vq.codes(indices.reshape([b * t * n])); // [b·t·n, l]
+        let l = codes.dims()[1];
+        self.decode_latents(codes.reshape([b, t, n, l]))
+    }
+
+    /// Full training forward on `videos` `[B, T, H, W, C]` in `[0, 1]` with codebook dropout
+    /// drawn from `rng`: reconstruction and the spec §3.1 loss
+    /// `MSE(recon, videos) + q_loss + β·commitment`.
+    pub fn forward_train(
+        &self,
+        videos: Tensor<5>,
+        rng: &mut dyn rand::RngCore,
+    ) -> Result<TokenizerOutput, NnError> {
+        let (out, [b, t, n]) = self.vq_encode(videos.clone(), Some(rng))?;
+        let l = out.z_q.dims()[1];
+        let recon = self.decode_latents(out.z_q.clone().reshape([b, t, n, l]))?; // [b, t, h, w, c]
+        let mse = (recon.clone() - videos).powi_scalar(2).mean();
+        let q_loss = out.codebook_loss();
+        let commitment = out.commitment_loss();
+        let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;
+        Ok(TokenizerOutput { recon, indices: out.indices.reshape([b, t, n]), loss, mse, q_loss, commitment })
+    }
+}
+
+#[cfg(test)]
+mod tests;
