@@ -3,5 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod tokenizer;
+pub mod tokenizer_task;
 
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
+pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};

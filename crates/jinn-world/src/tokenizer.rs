@@ -232,7 +232,20 @@ impl Tokenizer {
         videos: Tensor<5>,
         rng: &mut dyn rand::RngCore,
     ) -> Result<TokenizerOutput, NnError> {
-        let (out, [b, t, n]) = self.vq_encode(videos.clone(), Some(rng))?;
+        self.forward_with(videos, Some(rng))
+    }
+
+    /// Like [`Tokenizer::forward_train`] without codebook dropout (validation).
+    pub fn forward_eval(&self, videos: Tensor<5>) -> Result<TokenizerOutput, NnError> {
+        self.forward_with(videos, None)
+    }
+
+    fn forward_with(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+    ) -> Result<TokenizerOutput, NnError> {
+        let (out, [b, t, n]) = self.vq_encode(videos.clone(), rng)?;
         let l = out.z_q.dims()[1];
         let recon = self.decode_latents(out.z_q.clone().reshape([b, t, n, l]))?; // [b, t, h, w, c]
         let mse = (recon.clone() - videos).powi_scalar(2).mean();

@@ -1,0 +1,136 @@
+use super::*;
+use burn::module::{ModuleVisitor, Param};
+use burn::tensor::Tensor;
+use jinn_data::generate::{generate_dataset, GenerateConfig};
+use jinn_train::schedule::{LrSchedule, ScheduleKind};
+use jinn_train::train_loop::{run, RunOptions};
+
+/// Four short 16×16 breakout episodes: three train, one val.
+pub(crate) fn tiny_dataset(dir: &Path) {
+    let cfg = GenerateConfig {
+        episodes: 4,
+        val_fraction: 0.25,
+        test_fraction: 0.0,
+        frame_shape: FrameShape::rgb(16, 16),
+        min_episode_len: 12,
+        max_episode_len: 12,
+        chunk_len: 12,
+        threads: 1,
+        ..Default::default()
+    };
+    generate_dataset(&cfg, dir, &mut |_| {}).unwrap();
+}
+
+fn run_cfg() -> TokenizerRunConfig {
+    let model = TokenizerConfig {
+        height: 16,
+        width: 16,
+        channels: 3,
+        patch: 4,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+        num_codes: 32,
+        codebook_dropout: 0.1,
+        vq_beta: 0.25,
+    };
+    let data = DataConfig { seq_len: 4, loader_threads: 1, prefetch: 2 };
+    let train = TrainConfig {
+        steps: 6,
+        batch_size: 4,
+        grad_accum: 2,
+        seed: 5,
+        lr: LrSchedule {
+            kind: ScheduleKind::Wsd,
+            init_lr: 0.0,
+            max_lr: 1e-2,
+            decay_end: 0.0,
+            warmup_steps: 2,
+            decay_steps: 2,
+        },
+        clip_norm: Some(1.0),
+        log_every: 1,
+        val_every: 2,
+        val_batches: 1,
+        image_every: 3,
+        ckpt_every: 2,
+        keep_last: 2,
+        keep_every: 0,
+        ..TrainConfig::default()
+    };
+    TokenizerRunConfig { model, train, data }
+}
+
+fn bits(model: &Tokenizer) -> Vec<u32> {
+    struct Bits(Vec<u32>);
+    impl ModuleVisitor for Bits {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+            self.0.extend(p.val().try_into_vec_as::<f32>().unwrap().into_iter().map(f32::to_bits));
+        }
+    }
+    let mut b = Bits(Vec::new());
+    model.visit(&mut b);
+    b.0
+}
+
+fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &TokenizerRunConfig) -> RunOptions {
+    RunOptions {
+        run_dir: dir.to_path_buf(),
+        config_json: jinn_train::config::to_json(cfg),
+        resume,
+        stop_at,
+        metrics_head_len: 4,
+    }
+}
+
+#[test]
+fn resumed_run_is_bit_identical_to_uninterrupted_run() {
+    let data = tempfile::tempdir().unwrap();
+    tiny_dataset(data.path());
+    let cfg = run_cfg();
+    let device = Device::flex().autodiff();
+    let init = cfg.model.init(&device).unwrap();
+    let init_bits = bits(&init); // materialises the lazy parameters before cloning
+    assert_eq!(bits(&init.clone()), init_bits);
+
+    let full_dir = tempfile::tempdir().unwrap();
+    let mut full = TokenizerTask::new(&cfg, data.path(), init.clone(), device.clone()).unwrap();
+    run(&mut full, &cfg.train, &opts(full_dir.path(), false, None, &cfg)).unwrap();
+
+    let split_dir = tempfile::tempdir().unwrap();
+    let mut first = TokenizerTask::new(&cfg, data.path(), init.clone(), device.clone()).unwrap();
+    run(&mut first, &cfg.train, &opts(split_dir.path(), false, Some(3), &cfg)).unwrap();
+    drop(first);
+    // A fresh process: another initialisation, everything else from the step-3 checkpoint.
+    let other = cfg.model.init(&device).unwrap();
+    let mut second = TokenizerTask::new(&cfg, data.path(), other, device.clone()).unwrap();
+    let summary = run(&mut second, &cfg.train, &opts(split_dir.path(), true, None, &cfg)).unwrap();
+    assert_eq!((summary.start_step, summary.end_step), (3, 6));
+
+    let full_bits = bits(full.model());
+    assert_ne!(full_bits, init_bits, "training moved the weights");
+    assert_eq!(bits(second.model()), full_bits);
+
+    let records =
+        jinn_train::metrics_log::read_metrics(&full_dir.path().join(jinn_train::metrics_log::METRICS_FILE))
+            .unwrap();
+    let val = records.iter().find(|r| r.split == "val").expect("a validation record");
+    for key in ["loss", "mse", "q_loss", "commitment_loss", "psnr", "ssim", "codebook_usage"] {
+        assert!(val.metrics.get(key).is_some_and(|v| v.is_finite()), "val {key}: {:?}", val.metrics);
+    }
+    assert!(full_dir.path().join("images/recon_step_000003.gif").is_file());
+}
+
+#[test]
+fn frame_shape_mismatch_names_the_fields() {
+    let data = tempfile::tempdir().unwrap();
+    tiny_dataset(data.path());
+    let mut cfg = run_cfg();
+    cfg.model.height = 32;
+    let err =
+        TokenizerTask::from_config(&cfg, data.path(), Device::flex().autodiff()).err().unwrap().to_string();
+    assert!(err.contains("model.height") && err.contains("32×16×3") && err.contains("16×16×3"), "{err}");
+}
