@@ -5,6 +5,7 @@ mod bench;
 mod data;
 mod logging;
 mod progress;
+mod train;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,9 @@ enum Command {
     /// Benchmarks that print ratios against a baseline measured in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Train models (the VQ-VAE tokenizer).
+    #[command(subcommand)]
+    Train(train::TrainCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -32,5 +36,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Data(cmd) => data::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Train(cmd) => train::run(cmd),
     }
 }
