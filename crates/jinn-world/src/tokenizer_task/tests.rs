@@ -134,3 +134,13 @@ fn frame_shape_mismatch_names_the_fields() {
         TokenizerTask::from_config(&cfg, data.path(), Device::flex().autodiff()).err().unwrap().to_string();
     assert!(err.contains("model.height") && err.contains("32×16×3") && err.contains("16×16×3"), "{err}");
 }
+
+#[test]
+fn demo_config_parses_validates_and_builds() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer.toml");
+    let cfg: TokenizerRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
+    assert_eq!((cfg.model.height, cfg.model.width, cfg.model.channels), (64, 64, 3));
+    cfg.train.validate().unwrap();
+    let model = cfg.model.init(&Device::flex()).unwrap();
+    assert_eq!(model.grid().num_patches(), 64);
+}
