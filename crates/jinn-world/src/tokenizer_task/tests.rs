@@ -144,3 +144,29 @@ fn demo_config_parses_validates_and_builds() {
     let model = cfg.model.init(&Device::flex()).unwrap();
     assert_eq!(model.grid().num_patches(), 64);
 }
+
+fn load_config(set: &str) -> TokenizerRunConfig {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../configs/{set}/tokenizer.toml"));
+    let cfg: TokenizerRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
+    cfg.train.validate().unwrap();
+    cfg
+}
+
+#[test]
+fn jasmine_small_config_is_the_benchmark_config() {
+    let cfg = load_config("jasmine-small");
+    let m = &cfg.model;
+    assert_eq!((m.height, m.width, m.channels, m.patch), (64, 64, 3, 16));
+    assert_eq!((m.model_dim, m.ffn_dim, m.num_heads), (128, 512, 4));
+    assert_eq!((m.encoder_blocks, m.decoder_blocks, m.latent_dim, m.num_codes), (2, 2, 32, 1024));
+    assert_eq!((cfg.data.seq_len, cfg.train.batch_size, cfg.train.grad_accum), (16, 8, 1));
+    // Parameters are lazy: building and counting draws nothing.
+    assert_eq!(m.init(&Device::flex()).unwrap().num_params(), 1_299_040);
+}
+
+#[test]
+fn jasmine_default_config_equals_the_built_in_defaults() {
+    let cfg = load_config("jasmine-default");
+    assert_eq!(cfg, TokenizerRunConfig::default(), "the file must spell out Jasmine's defaults");
+    assert_eq!(cfg.model.init(&Device::flex()).unwrap().num_params(), 34_489_696);
+}
