@@ -2,6 +2,7 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
+mod train;
 
 use clap::Subcommand;
 
@@ -11,11 +12,15 @@ pub enum BenchCommand {
     /// Loader frames/s with 1 and 2 threads (vs. bare decoding), and write throughput (vs.
     /// bare zstd), on zstd ArrayRecord clips of a built-in game.
     Data(data::DataBenchArgs),
+    /// Median / p10 / p90 ms per tokenizer training step (forward, backward, AdamW) and peak
+    /// RSS, against the issue-3 targets and Jasmine's figures.
+    Train(train::TrainBenchArgs),
 }
 
 /// Run a benchmark.
 pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Data(a) => data::run(a),
+        BenchCommand::Train(a) => train::run(a),
     }
 }
