@@ -10,9 +10,9 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{LayerNorm, Linear};
-use burn::tensor::activation::gelu_approximate;
 use burn::tensor::{Device, Tensor};
 
+use crate::activation::gelu_tanh;
 use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 use crate::error::NnError;
 use crate::init;
@@ -91,7 +91,7 @@ impl AxialBlock {
 
         // FFN.
         let h = self.ffn_in.forward(self.norm_ffn.forward(x.clone())); // [b, t, n, d]
-        let h = self.ffn_out.forward(gelu_approximate(h)); // [b, t, n, m]
+        let h = self.ffn_out.forward(gelu_tanh(h)); // [b, t, n, m]
         x + h
     }
 }

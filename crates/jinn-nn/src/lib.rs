@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod activation;
 pub mod attention;
 pub mod axial;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod vq;
 #[cfg(test)]
 mod params;
 
+pub use activation::gelu_tanh;
 pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 pub use axial::{AxialBlock, AxialBlockConfig, AxialTransformer, AxialTransformerConfig};
 pub use error::NnError;

@@ -10,7 +10,9 @@
 //! no state between calls.
 //!
 //! Metrics (spec §3.1): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
-//! (fraction of the K codes used in the step's batch), plus `grad_norm` when clipping.
+//! (fraction of the K codes used in the step's batch), plus `grad_norm` when clipping. In
+//! training, `psnr`, `ssim` and `codebook_usage` are computed on logged steps only (a few % of
+//! a step each time).
 
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
 use burn::module::Module;
@@ -173,14 +175,26 @@ impl TokenizerTask {
         )
     }
 
-    /// Host-side metrics of one forward: loss terms, PSNR, SSIM and code counts.
-    fn host_metrics(&self, out: &TokenizerOutput, batch: &Batch, sums: &mut Sums) -> Result<()> {
-        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
-        let shape = self.frame_shape();
+    /// Host-side metrics of one forward: loss terms always; PSNR, SSIM and code counts only
+    /// when `images` (they cost a copy of the reconstruction and a few % of a training step,
+    /// so training computes them on logged steps only).
+    fn host_metrics(
+        &self,
+        out: &TokenizerOutput,
+        batch: &Batch,
+        sums: &mut Sums,
+        images: bool,
+    ) -> Result<()> {
         sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
         sums.mse += out.mse.clone().into_scalar::<f32>() as f64;
         sums.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
         sums.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
+        sums.count += 1;
+        if !images {
+            return Ok(());
+        }
+        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
+        let shape = self.frame_shape();
         let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect(); // [b, t, h, w, c]
         sums.psnr += mean_psnr(&recon, &gt, shape)?;
         sums.ssim += mean_ssim(&recon, &gt, shape)?;
@@ -192,8 +206,16 @@ impl TokenizerTask {
         } else {
             sums.code_counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
         }
-        sums.count += 1;
+        sums.image_count += 1;
         Ok(())
+    }
+
+    /// Whether the loop logs the metrics of the update that starts at `step` (see
+    /// [`jinn_train::train_loop::run`]: every `log_every` steps and at the last step).
+    fn is_logged(&self, step: u64) -> bool {
+        let t = &self.cfg.train;
+        let done = step + 1;
+        (t.log_every > 0 && done.is_multiple_of(t.log_every)) || done >= t.steps
     }
 
     fn val_loader(&self, data: Arc<Dataset>) -> Result<Loader> {
@@ -216,22 +238,29 @@ struct Sums {
     psnr: f64,
     ssim: f64,
     code_counts: Vec<u64>,
+    /// Forwards summed into the loss terms.
     count: usize,
+    /// Forwards summed into `psnr`, `ssim` and `code_counts`.
+    image_count: usize,
 }
 
 impl Sums {
     fn into_metrics(self) -> Metrics {
         let n = self.count.max(1) as f64;
-        let usage = CodeUsage { counts: self.code_counts }.fraction_used();
-        Metrics::from([
+        let mut metrics = Metrics::from([
             ("loss".to_string(), self.loss / n),
             ("mse".to_string(), self.mse / n),
             ("q_loss".to_string(), self.q_loss / n),
             ("commitment_loss".to_string(), self.commitment / n),
-            ("psnr".to_string(), self.psnr / n),
-            ("ssim".to_string(), self.ssim / n),
-            ("codebook_usage".to_string(), usage),
-        ])
+        ]);
+        if self.image_count > 0 {
+            let n = self.image_count as f64;
+            let usage = CodeUsage { counts: self.code_counts }.fraction_used();
+            metrics.insert("psnr".to_string(), self.psnr / n);
+            metrics.insert("ssim".to_string(), self.ssim / n);
+            metrics.insert("codebook_usage".to_string(), usage);
+        }
+        metrics
     }
 }
 
@@ -256,7 +285,7 @@ impl TrainTask for TokenizerTask {
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
             let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
-            self.host_metrics(&out, &batch, &mut sums)?;
+            self.host_metrics(&out, &batch, &mut sums, self.is_logged(ctx.step))?;
             let loss = out.loss.div_scalar(ctx.grad_accum as f64);
             acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
         }
@@ -285,7 +314,7 @@ impl TrainTask for TokenizerTask {
                 &model.vq.codebook.val().device(),
             );
             let out = model.forward_eval(videos).map_err(model_err)?;
-            self.host_metrics(&out, &batch, &mut sums)?;
+            self.host_metrics(&out, &batch, &mut sums, true)?;
         }
         Ok(sums.into_metrics())
     }

@@ -120,6 +120,10 @@ fn resumed_run_is_bit_identical_to_uninterrupted_run() {
     let val = records.iter().find(|r| r.split == "val").expect("a validation record");
     for key in ["loss", "mse", "q_loss", "commitment_loss", "psnr", "ssim", "codebook_usage"] {
         assert!(val.metrics.get(key).is_some_and(|v| v.is_finite()), "val {key}: {:?}", val.metrics);
+        // log_every = 1: every training record is a logged step and carries the image metrics.
+        for r in records.iter().filter(|r| r.split == "train") {
+            assert!(r.metrics.get(key).is_some_and(|v| v.is_finite()), "train {key}: {:?}", r.metrics);
+        }
     }
     assert!(full_dir.path().join("images/recon_step_000003.gif").is_file());
 }
