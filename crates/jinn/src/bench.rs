@@ -2,6 +2,7 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
+mod text;
 
 use clap::Subcommand;
 
@@ -11,11 +12,16 @@ pub enum BenchCommand {
     /// Loader frames/s with 1 and 2 threads (vs. bare decoding), and write throughput (vs.
     /// bare zstd), on zstd ArrayRecord clips of a built-in game.
     Data(data::DataBenchArgs),
+    /// MGT tokenizer vs plain BPE (and HF tokenizers with `--features hf-baseline`): encode
+    /// MB/s, tokens per word, morph-boundary F1 against hunspell; same corpus and vocab.
+    #[command(alias = "text")]
+    Tokenizer(text::TokenizerBenchArgs),
 }
 
 /// Run a benchmark.
 pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Data(a) => data::run(a),
+        BenchCommand::Tokenizer(a) => text::run(a),
     }
 }
