@@ -160,7 +160,10 @@ pub fn read_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
     files.sort();
     files
         .iter()
-        .map(|f| std::fs::read_to_string(f).with_context(|| format!("reading corpus file {} as UTF-8", f.display())))
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .with_context(|| format!("reading corpus file {} as UTF-8", f.display()))
+        })
         .collect()
 }
 

@@ -99,15 +99,14 @@ mod tests {
 
     #[test]
     fn parses_rules_and_skips_headers() {
-        let text = "SET UTF-8\nPFX U Y 1\nPFX U 0 un .\nSFX P Y 2\nSFX P y iness [^aeiou]y\nSFX P 0 ness/X [^y]\n";
+        let text =
+            "SET UTF-8\nPFX U Y 1\nPFX U 0 un .\nSFX P Y 2\nSFX P y iness [^aeiou]y\nSFX P 0 ness/X [^y]\n";
         let set = AffixSet::parse(text, Path::new("t.aff")).unwrap();
         assert_eq!(set.rules.len(), 3);
-        assert_eq!(set.rules[1], AffixRule {
-            kind: AffixKind::Suffix,
-            flag: "P".into(),
-            strip: "y".into(),
-            add: "iness".into()
-        });
+        assert_eq!(
+            set.rules[1],
+            AffixRule { kind: AffixKind::Suffix, flag: "P".into(), strip: "y".into(), add: "iness".into() }
+        );
         assert_eq!(set.surfaces(AffixKind::Suffix).into_iter().collect::<Vec<_>>(), ["iness", "ness"]);
         assert_eq!(set.surfaces(AffixKind::Prefix).into_iter().collect::<Vec<_>>(), ["un"]);
         let err = AffixSet::parse("SFX P y\n", Path::new("bad.aff")).unwrap_err().to_string();

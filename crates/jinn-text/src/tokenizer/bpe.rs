@@ -94,8 +94,7 @@ pub struct MergeTable {
 impl MergeTable {
     /// Build from merges in rank order; merge `k` creates id `first_id + k`.
     pub fn new(merges: &[Pair], first_id: u32) -> MergeTable {
-        let ranks =
-            merges.iter().enumerate().map(|(k, &p)| (p, (k as u32, first_id + k as u32))).collect();
+        let ranks = merges.iter().enumerate().map(|(k, &p)| (p, (k as u32, first_id + k as u32))).collect();
         MergeTable { ranks }
     }
 

@@ -128,7 +128,10 @@ impl TokenizerFile {
         if self.vocab_size < minimum {
             return Err(bad(
                 "vocab_size",
-                format!("{} is smaller than the byte alphabet plus {s} specials ({minimum})", self.vocab_size),
+                format!(
+                    "{} is smaller than the byte alphabet plus {s} specials ({minimum})",
+                    self.vocab_size
+                ),
             ));
         }
         // Every id in 0..vocab_size exactly once.
@@ -161,7 +164,10 @@ impl TokenizerFile {
             }
             if let Some(req) = REQUIRED_SPECIALS.get(i) {
                 if e.name != *req {
-                    return Err(bad(&format!("specials[{i}].name"), format!("expected {req:?}, found {:?}", e.name)));
+                    return Err(bad(
+                        &format!("specials[{i}].name"),
+                        format!("expected {req:?}, found {:?}", e.name),
+                    ));
                 }
             }
         }
@@ -174,13 +180,18 @@ impl TokenizerFile {
         for (k, m) in self.merges.iter().enumerate() {
             let id = minimum + k as u32;
             if m.id != id {
-                return Err(bad(&format!("merges[{k}].id"), format!("expected {id} (rank order), found {}", m.id)));
+                return Err(bad(
+                    &format!("merges[{k}].id"),
+                    format!("expected {id} (rank order), found {}", m.id),
+                ));
             }
             for (side, part) in [("left", m.left), ("right", m.right)] {
                 if part < s || part >= id {
                     return Err(bad(
                         &format!("merges[{k}].{side}"),
-                        format!("unknown merge token {part}: must be a byte or an earlier merge id in {s}..{id}"),
+                        format!(
+                            "unknown merge token {part}: must be a byte or an earlier merge id in {s}..{id}"
+                        ),
                     ));
                 }
             }
@@ -188,10 +199,16 @@ impl TokenizerFile {
         let mut prev: Option<&str> = None;
         for (i, (m, c)) in self.morphs.lexicon.iter().enumerate() {
             if m.is_empty() || *c == 0 {
-                return Err(bad(&format!("morphs.lexicon[{i}]"), "morphs must be non-empty with count > 0".into()));
+                return Err(bad(
+                    &format!("morphs.lexicon[{i}]"),
+                    "morphs must be non-empty with count > 0".into(),
+                ));
             }
             if prev.is_some_and(|p| p >= m.as_str()) {
-                return Err(bad(&format!("morphs.lexicon[{i}]"), format!("{m:?} is out of order or repeated")));
+                return Err(bad(
+                    &format!("morphs.lexicon[{i}]"),
+                    format!("{m:?} is out of order or repeated"),
+                ));
             }
             prev = Some(m);
         }

@@ -35,7 +35,12 @@ pub struct TrainConfig {
 
 impl Default for TrainConfig {
     fn default() -> Self {
-        TrainConfig { vocab_size: 8000, anchors: 16, morph: Some(MorphConfig::default()), affixes: AffixSet::default() }
+        TrainConfig {
+            vocab_size: 8000,
+            anchors: 16,
+            morph: Some(MorphConfig::default()),
+            affixes: AffixSet::default(),
+        }
     }
 }
 
@@ -95,15 +100,22 @@ impl Tokenizer {
             tok.for_each_unit(p, |u| *unit_counts.entry(u).or_default() += c);
         }
         let first = tok.byte_offset();
-        let mut units: Vec<(Vec<u32>, u64)> =
-            unit_counts.into_iter().map(|(u, c)| (u.bytes().map(|b| first + b as u32).collect(), c)).collect();
+        let mut units: Vec<(Vec<u32>, u64)> = unit_counts
+            .into_iter()
+            .map(|(u, c)| (u.bytes().map(|b| first + b as u32).collect(), c))
+            .collect();
         units.sort_unstable();
         let merges = train_merges(units, first + 256, cfg.vocab_size - minimum);
         let Tokenizer { specials, morphs, morphs_enabled, .. } = tok;
         Ok(Tokenizer::assemble(specials, merges, morphs, morphs_enabled))
     }
 
-    fn assemble(specials: Vec<String>, merges: Vec<Pair>, morphs: MorphLexicon, morphs_enabled: bool) -> Tokenizer {
+    fn assemble(
+        specials: Vec<String>,
+        merges: Vec<Pair>,
+        morphs: MorphLexicon,
+        morphs_enabled: bool,
+    ) -> Tokenizer {
         let first = specials.len() as u32;
         let mut token_bytes: Vec<Vec<u8>> = vec![Vec::new(); specials.len()];
         token_bytes.extend((0..=255u8).map(|b| vec![b]));
@@ -289,7 +301,8 @@ impl Tokenizer {
     pub fn from_file(file: TokenizerFile) -> Tokenizer {
         let specials = file.specials.into_iter().map(|e| e.name).collect();
         let merges = file.merges.iter().map(|m| (m.left, m.right)).collect();
-        let morphs = MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost);
+        let morphs =
+            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost);
         Tokenizer::assemble(specials, merges, morphs, file.morphs.enabled)
     }
 
@@ -318,5 +331,9 @@ impl Tokenizer {
 }
 
 fn special_names(anchors: usize) -> Vec<String> {
-    REQUIRED_SPECIALS.iter().map(|s| s.to_string()).chain((0..anchors).map(|k| format!("<anchor_{k}>"))).collect()
+    REQUIRED_SPECIALS
+        .iter()
+        .map(|s| s.to_string())
+        .chain((0..anchors).map(|k| format!("<anchor_{k}>")))
+        .collect()
 }

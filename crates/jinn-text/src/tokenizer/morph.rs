@@ -57,7 +57,13 @@ pub struct MorphConfig {
 
 impl Default for MorphConfig {
     fn default() -> Self {
-        MorphConfig { dampening: Dampening::Ones, corpus_weight: 1.0, max_epochs: 10, seed: 0, min_stem_chars: 3 }
+        MorphConfig {
+            dampening: Dampening::Ones,
+            corpus_weight: 1.0,
+            max_epochs: 10,
+            seed: 0,
+            min_stem_chars: 3,
+        }
     }
 }
 
@@ -163,7 +169,8 @@ fn ln_factorial(n: u64) -> f64 {
         return (2..=n).map(|k| (k as f64).ln()).sum();
     }
     let x = n as f64;
-    x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x) - 1.0 / (360.0 * x.powi(3))
+    x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x)
+        - 1.0 / (360.0 * x.powi(3))
 }
 
 fn xlnx(c: u64) -> f64 {
@@ -290,7 +297,12 @@ fn splitmix(state: &mut u64) -> u64 {
 
 /// Initial analysis: split off the longest known prefix and suffix that leave a stem of at
 /// least `min_stem` chars.
-fn seed_analysis(word: &str, prefixes: &BTreeSet<String>, suffixes: &BTreeSet<String>, min_stem: usize) -> Vec<String> {
+fn seed_analysis(
+    word: &str,
+    prefixes: &BTreeSet<String>,
+    suffixes: &BTreeSet<String>,
+    min_stem: usize,
+) -> Vec<String> {
     let chars = word.chars().count();
     let longest = |set: &BTreeSet<String>, pre: bool| {
         set.iter()
@@ -426,8 +438,7 @@ mod tests {
         let (n, types) = (12u64, 3u64);
         let sum: f64 = [5u64, 1, 6].iter().map(|&c| xlnx(c)).sum();
         let spelling = 3.0 * (2.0 * 1.5 + 2.0);
-        let direct = xlnx(n) - sum + spelling - ln_factorial(types)
-            + ln_factorial(n - 1)
+        let direct = xlnx(n) - sum + spelling - ln_factorial(types) + ln_factorial(n - 1)
             - ln_factorial(types - 1)
             - ln_factorial(n - types);
         assert!((direct - m.cost()).abs() < 1e-9);
@@ -435,8 +446,10 @@ mod tests {
 
     #[test]
     fn viterbi_prefers_known_morphs() {
-        let counts: HashMap<String, u64> =
-            [("un", 10), ("kind", 5), ("ness", 8), ("k", 1)].iter().map(|(m, c)| (m.to_string(), *c)).collect();
+        let counts: HashMap<String, u64> = [("un", 10), ("kind", 5), ("ness", 8), ("k", 1)]
+            .iter()
+            .map(|(m, c)| (m.to_string(), *c))
+            .collect();
         let lex = MorphLexicon::new(counts, 3.0);
         assert_eq!(lex.segment("unkindness"), ["un", "kind", "ness"]);
         assert_eq!(lex.segment("zzz"), ["zzz"]);

@@ -129,9 +129,10 @@ mod tests {
 
     #[test]
     fn pieces_follow_the_rules_and_concatenate_back() {
-        assert_eq!(cut("Hello  world, 42x!\n\n  ok"), [
-            "Hello", " ", " world", ",", " 42", "x", "!", "\n\n ", " ok"
-        ]);
+        assert_eq!(
+            cut("Hello  world, 42x!\n\n  ok"),
+            ["Hello", " ", " world", ",", " 42", "x", "!", "\n\n ", " ok"]
+        );
         assert_eq!(cut("  "), ["  "]);
         assert_eq!(cut(" a"), [" a"]);
         assert_eq!(cut("a \u{1F600}b"), ["a", " \u{1F600}", "b"]);

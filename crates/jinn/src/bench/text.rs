@@ -103,7 +103,12 @@ mod hf {
         }
         fn word_boundaries(&self, word: &str) -> BTreeSet<usize> {
             let enc = self.0.encode(format!(" {word}"), false).expect("HF encode");
-            enc.get_offsets().iter().map(|&(_, e)| e).filter(|&e| e > 1 && e < word.len() + 1).map(|e| e - 1).collect()
+            enc.get_offsets()
+                .iter()
+                .map(|&(_, e)| e)
+                .filter(|&e| e > 1 && e < word.len() + 1)
+                .map(|e| e - 1)
+                .collect()
         }
     }
 }
