@@ -3,6 +3,7 @@
 
 mod data;
 mod train;
+mod text;
 
 use clap::Subcommand;
 
@@ -15,6 +16,10 @@ pub enum BenchCommand {
     /// Median / p10 / p90 ms per tokenizer training step (forward, backward, AdamW) and peak
     /// RSS, against the issue-3 targets and Jasmine's figures.
     Train(train::TrainBenchArgs),
+    /// MGT tokenizer vs plain BPE (and HF tokenizers with `--features hf-baseline`): encode
+    /// MB/s, tokens per word, morph-boundary F1 against hunspell; same corpus and vocab.
+    #[command(alias = "text")]
+    Tokenizer(text::TokenizerBenchArgs),
 }
 
 /// Run a benchmark.
@@ -22,5 +27,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Data(a) => data::run(a),
         BenchCommand::Train(a) => train::run(a),
+        BenchCommand::Tokenizer(a) => text::run(a),
     }
 }

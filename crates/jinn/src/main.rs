@@ -5,6 +5,7 @@ mod bench;
 mod data;
 mod logging;
 mod progress;
+mod text;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,9 @@ enum Command {
     /// Train models (the VQ-VAE tokenizer).
     #[command(subcommand)]
     Train(train::TrainCommand),
+    /// Text: the MGT tokenizer (train, encode, decode, segment).
+    #[command(subcommand)]
+    Text(text::TextCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +41,6 @@ fn main() -> anyhow::Result<()> {
         Command::Data(cmd) => data::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Train(cmd) => train::run(cmd),
+        Command::Text(cmd) => text::run(cmd),
     }
 }

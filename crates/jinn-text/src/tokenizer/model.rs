@@ -1,0 +1,339 @@
+//! [`Tokenizer`]: training, encoding, decoding and segmentation.
+
+use super::affixes::{AffixKind, AffixSet};
+use super::bpe::{train_merges, MergeTable, Pair};
+use super::error::{Result, TokenizerError};
+use super::format::{
+    ByteRange, MergeEntry, MorphSection, SpecialEntry, TokenizerFile, FORMAT_NAME, FORMAT_VERSION,
+    REQUIRED_SPECIALS,
+};
+use super::morph::{train_morphs, MorphConfig, MorphLexicon};
+use super::pretokenize::{pieces, Piece, PieceKind};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Id of `<pad>`.
+pub const PAD_ID: u32 = 0;
+/// Id of `<bos>`.
+pub const BOS_ID: u32 = 1;
+/// Id of `<eos>`.
+pub const EOS_ID: u32 = 2;
+
+/// Settings of tokenizer training.
+#[derive(Clone, Debug)]
+pub struct TrainConfig {
+    /// Total vocabulary: specials + anchors + 256 bytes + merges.
+    pub vocab_size: usize,
+    /// Reserved anchor tokens `<anchor_0>`… (never produced by `encode`).
+    pub anchors: usize,
+    /// Morph segmentation settings; `None` trains plain BPE over pieces (the baseline).
+    pub morph: Option<MorphConfig>,
+    /// Affixes seeding the morph model (may be empty).
+    pub affixes: AffixSet,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            vocab_size: 8000,
+            anchors: 16,
+            morph: Some(MorphConfig::default()),
+            affixes: AffixSet::default(),
+        }
+    }
+}
+
+/// A trained MGT tokenizer. Ids: specials `0..S` (`<pad>`, `<bos>`, `<eos>`, anchors), bytes
+/// `S..S+256`, then merges in rank order.
+#[derive(Clone, Debug)]
+pub struct Tokenizer {
+    specials: Vec<String>,
+    merges: Vec<Pair>,
+    table: MergeTable,
+    token_bytes: Vec<Vec<u8>>,
+    morphs: MorphLexicon,
+    morphs_enabled: bool,
+}
+
+impl Tokenizer {
+    /// Train on documents.
+    pub fn train<S: AsRef<str>>(docs: &[S], cfg: &TrainConfig) -> Result<Tokenizer> {
+        let specials = special_names(cfg.anchors);
+        let minimum = specials.len() + 256;
+        if cfg.vocab_size < minimum {
+            return Err(TokenizerError::VocabTooSmall {
+                requested: cfg.vocab_size,
+                minimum,
+                specials: specials.len(),
+            });
+        }
+        // Piece counts.
+        let mut piece_counts: HashMap<Piece<'_>, u64> = HashMap::new();
+        for doc in docs {
+            for p in pieces(doc.as_ref()) {
+                *piece_counts.entry(p).or_default() += 1;
+            }
+        }
+        if piece_counts.is_empty() {
+            return Err(TokenizerError::EmptyCorpus);
+        }
+        // Morph model on word counts.
+        let morphs = match &cfg.morph {
+            Some(mc) => {
+                let mut words: HashMap<&str, u64> = HashMap::new();
+                for (p, &c) in &piece_counts {
+                    if p.kind == PieceKind::Word {
+                        *words.entry(p.body()).or_default() += c;
+                    }
+                }
+                let prefixes = cfg.affixes.surfaces(AffixKind::Prefix);
+                let suffixes = cfg.affixes.surfaces(AffixKind::Suffix);
+                train_morphs(&words, &prefixes, &suffixes, mc)
+            }
+            None => MorphLexicon::new(HashMap::new(), 0.0),
+        };
+        let tok = Tokenizer::assemble(specials, Vec::new(), morphs, cfg.morph.is_some());
+        // Units (morphs with the piece's leading space on the first) with counts.
+        let mut unit_counts: HashMap<&str, u64> = HashMap::new();
+        for (p, &c) in &piece_counts {
+            tok.for_each_unit(p, |u| *unit_counts.entry(u).or_default() += c);
+        }
+        let first = tok.byte_offset();
+        let mut units: Vec<(Vec<u32>, u64)> = unit_counts
+            .into_iter()
+            .map(|(u, c)| (u.bytes().map(|b| first + b as u32).collect(), c))
+            .collect();
+        units.sort_unstable();
+        let merges = train_merges(units, first + 256, cfg.vocab_size - minimum);
+        let Tokenizer { specials, morphs, morphs_enabled, .. } = tok;
+        Ok(Tokenizer::assemble(specials, merges, morphs, morphs_enabled))
+    }
+
+    fn assemble(
+        specials: Vec<String>,
+        merges: Vec<Pair>,
+        morphs: MorphLexicon,
+        morphs_enabled: bool,
+    ) -> Tokenizer {
+        let first = specials.len() as u32;
+        let mut token_bytes: Vec<Vec<u8>> = vec![Vec::new(); specials.len()];
+        token_bytes.extend((0..=255u8).map(|b| vec![b]));
+        for &(l, r) in &merges {
+            let mut t = token_bytes[l as usize].clone();
+            t.extend_from_slice(&token_bytes[r as usize]);
+            token_bytes.push(t);
+        }
+        let table = MergeTable::new(&merges, first + 256);
+        Tokenizer { specials, merges, table, token_bytes, morphs, morphs_enabled }
+    }
+
+    /// Id of byte 0 (= number of special tokens).
+    pub fn byte_offset(&self) -> u32 {
+        self.specials.len() as u32
+    }
+
+    /// Number of ids.
+    pub fn vocab_size(&self) -> usize {
+        self.token_bytes.len()
+    }
+
+    /// Names of the special tokens (index = id).
+    pub fn specials(&self) -> &[String] {
+        &self.specials
+    }
+
+    /// Id of anchor `k`, if reserved.
+    pub fn anchor_id(&self, k: usize) -> Option<u32> {
+        (k + REQUIRED_SPECIALS.len() < self.specials.len()).then(|| (k + REQUIRED_SPECIALS.len()) as u32)
+    }
+
+    /// Merges in rank order (merge `k` creates id `byte_offset() + 256 + k`).
+    pub fn merges(&self) -> &[Pair] {
+        &self.merges
+    }
+
+    /// The bytes a token stands for (empty for specials), or `None` for an unknown id.
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.token_bytes.get(id as usize).map(|v| v.as_slice())
+    }
+
+    /// Whether words are segmented into morphs (false for the plain-BPE baseline).
+    pub fn morphs_enabled(&self) -> bool {
+        self.morphs_enabled
+    }
+
+    /// The morph lexicon.
+    pub fn morph_lexicon(&self) -> &MorphLexicon {
+        &self.morphs
+    }
+
+    /// Call `f` on each unit of a piece: its morphs (the leading space joins the first), or the
+    /// whole piece when it is not a word or morphs are disabled.
+    fn for_each_unit<'p>(&self, p: &Piece<'p>, mut f: impl FnMut(&'p str)) {
+        if p.kind != PieceKind::Word || !self.morphs_enabled {
+            f(p.text);
+            return;
+        }
+        let mut start = 0;
+        for end in self.morphs.segment_ends(p.body()) {
+            f(&p.text[start..p.lead + end]);
+            start = p.lead + end;
+        }
+    }
+
+    /// The morphs of a word (the word itself when morphs are disabled).
+    pub fn segment<'w>(&self, word: &'w str) -> Vec<&'w str> {
+        if self.morphs_enabled {
+            self.morphs.segment(word)
+        } else {
+            vec![word]
+        }
+    }
+
+    /// Byte offsets in `text` where units (morphs, non-word pieces) end; token boundaries of
+    /// `encode(text)` always include all of them.
+    pub fn unit_ends(&self, text: &str) -> Vec<usize> {
+        let mut ends = Vec::new();
+        let mut base = 0;
+        for p in pieces(text) {
+            let mut off = base;
+            self.for_each_unit(&p, |u| {
+                off += u.len();
+                ends.push(off);
+            });
+            base += p.text.len();
+        }
+        ends
+    }
+
+    fn encode_piece(&self, p: &Piece<'_>, out: &mut Vec<u32>) {
+        let first = self.byte_offset();
+        self.for_each_unit(p, |u| {
+            let seq: Vec<u32> = u.bytes().map(|b| first + b as u32).collect();
+            out.extend(self.table.apply(seq));
+        });
+    }
+
+    /// Encode text to ids (no specials added). Deterministic; pieces are cached per call.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        let mut cache: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        for p in pieces(text) {
+            match cache.get(p.text) {
+                Some(ids) => out.extend_from_slice(ids),
+                None => {
+                    let mut ids = Vec::new();
+                    self.encode_piece(&p, &mut ids);
+                    out.extend_from_slice(&ids);
+                    cache.insert(p.text, ids);
+                }
+            }
+        }
+        out
+    }
+
+    /// Encode with optional `<bos>` before and `<eos>` after.
+    pub fn encode_with_specials(&self, text: &str, bos: bool, eos: bool) -> Vec<u32> {
+        let mut out = Vec::new();
+        if bos {
+            out.push(BOS_ID);
+        }
+        out.extend(self.encode(text));
+        if eos {
+            out.push(EOS_ID);
+        }
+        out
+    }
+
+    /// Encode many documents in parallel (rayon); same result as calling [`Self::encode`] on each.
+    pub fn encode_batch<S: AsRef<str> + Sync>(&self, docs: &[S]) -> Vec<Vec<u32>> {
+        docs.par_iter().map(|d| self.encode(d.as_ref())).collect()
+    }
+
+    /// The bytes of `ids` concatenated (specials and anchors contribute nothing).
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for &id in ids {
+            let t = self
+                .token_bytes(id)
+                .ok_or(TokenizerError::UnknownId { id, vocab_size: self.vocab_size() })?;
+            out.extend_from_slice(t);
+        }
+        Ok(out)
+    }
+
+    /// Decode ids to text; errors on unknown ids or bytes that are not UTF-8.
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        String::from_utf8(self.decode_bytes(ids)?)
+            .map_err(|e| TokenizerError::InvalidUtf8 { valid_up_to: e.utf8_error().valid_up_to() })
+    }
+
+    /// The file representation.
+    pub fn to_file(&self) -> TokenizerFile {
+        let s = self.byte_offset();
+        TokenizerFile {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            vocab_size: self.vocab_size() as u32,
+            specials: self
+                .specials
+                .iter()
+                .enumerate()
+                .map(|(i, n)| SpecialEntry { id: i as u32, name: n.clone() })
+                .collect(),
+            bytes: ByteRange { first_id: s, count: 256 },
+            merges: self
+                .merges
+                .iter()
+                .enumerate()
+                .map(|(k, &(left, right))| MergeEntry { id: s + 256 + k as u32, left, right })
+                .collect(),
+            morphs: MorphSection {
+                enabled: self.morphs_enabled,
+                unknown_char_cost: self.morphs.unknown_char_cost(),
+                lexicon: self.morphs.entries().into_iter().map(|(m, c)| (m.to_string(), c)).collect(),
+            },
+        }
+    }
+
+    /// Build from a validated file.
+    pub fn from_file(file: TokenizerFile) -> Tokenizer {
+        let specials = file.specials.into_iter().map(|e| e.name).collect();
+        let merges = file.merges.iter().map(|m| (m.left, m.right)).collect();
+        let morphs =
+            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost);
+        Tokenizer::assemble(specials, merges, morphs, file.morphs.enabled)
+    }
+
+    /// Serialize to JSON text (deterministic).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(&self.to_file()).expect("tokenizer serializes")
+    }
+
+    /// Parse and validate JSON text; `path` names the source in errors.
+    pub fn from_json(text: &str, path: &Path) -> Result<Tokenizer> {
+        Ok(Tokenizer::from_file(TokenizerFile::from_json(text, path)?))
+    }
+
+    /// Write to `path` atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        jinn_data::atomic_file::write_atomically(path, self.to_json().as_bytes())
+            .map_err(|e| TokenizerError::Write { path: path.to_path_buf(), message: e.to_string() })
+    }
+
+    /// Read and validate a tokenizer file.
+    pub fn load(path: &Path) -> Result<Tokenizer> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TokenizerError::Io { path: path.to_path_buf(), source: e })?;
+        Tokenizer::from_json(&text, path)
+    }
+}
+
+fn special_names(anchors: usize) -> Vec<String> {
+    REQUIRED_SPECIALS
+        .iter()
+        .map(|s| s.to_string())
+        .chain((0..anchors).map(|k| format!("<anchor_{k}>")))
+        .collect()
+}

@@ -1,0 +1,223 @@
+//! MGT tokenizer: exact round trips, morph-boundary confinement, determinism, bad input,
+//! segmentation sanity.
+
+use jinn_text::tokenizer::{AffixSet, MorphConfig, Tokenizer, TokenizerError, TrainConfig};
+use proptest::prelude::*;
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::OnceLock;
+
+fn testdata(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+}
+
+fn sample() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| std::fs::read_to_string(testdata("hamlet_sample.txt")).expect("sample is UTF-8"))
+}
+
+fn config(vocab: usize) -> TrainConfig {
+    TrainConfig {
+        vocab_size: vocab,
+        affixes: AffixSet::load(&testdata("sample_en.aff")).unwrap(),
+        ..TrainConfig::default()
+    }
+}
+
+fn trained() -> &'static Tokenizer {
+    static TOK: OnceLock<Tokenizer> = OnceLock::new();
+    TOK.get_or_init(|| Tokenizer::train(&[sample()], &config(900)).unwrap())
+}
+
+/// Byte offsets where the tokens of `ids` end.
+fn token_ends(tok: &Tokenizer, ids: &[u32]) -> Vec<usize> {
+    let mut off = 0;
+    ids.iter()
+        .map(|&id| {
+            off += tok.token_bytes(id).unwrap().len();
+            off
+        })
+        .collect()
+}
+
+fn assert_tokens_respect_units(tok: &Tokenizer, text: &str) {
+    let ids = tok.encode(text);
+    let ends: HashSet<usize> = token_ends(tok, &ids).into_iter().collect();
+    for u in tok.unit_ends(text) {
+        assert!(ends.contains(&u), "a token crosses the morph/piece boundary at byte {u} of {text:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn any_unicode_string_round_trips_exactly(s in any::<String>()) {
+        let tok = trained();
+        let ids = tok.encode(&s);
+        prop_assert_eq!(tok.decode(&ids).unwrap(), s.clone());
+        assert_tokens_respect_units(tok, &s);
+    }
+
+    #[test]
+    fn word_like_text_round_trips(s in "([a-zA-Z]{1,12}|[ \t\n]{1,3}|[.,;:'!?]|[0-9]{1,4}|[é日本🙂]){0,40}") {
+        let tok = trained();
+        let ids = tok.encode(&s);
+        prop_assert_eq!(tok.decode(&ids).unwrap(), s.clone());
+        assert_tokens_respect_units(tok, &s);
+    }
+}
+
+#[test]
+fn fixed_edge_cases_round_trip_and_batch_matches_single() {
+    let tok = trained();
+    let docs = [
+        "",
+        " ",
+        "  \n\t ",
+        "unkindness",
+        "Hamlet's  ghost 🙂🙂\r\n",
+        "日本語のテキスト",
+        "a\u{0301}b",
+        sample(),
+    ];
+    let batch = tok.encode_batch(&docs);
+    for (d, ids) in docs.iter().zip(&batch) {
+        assert_eq!(&tok.encode(d), ids);
+        assert_eq!(tok.decode(ids).unwrap(), *d);
+    }
+    // The training text compresses (merges are used): under half a token per byte.
+    assert!(batch[7].len() * 2 < sample().len(), "{} tokens for {} bytes", batch[7].len(), sample().len());
+    let with = tok.encode_with_specials("hi", true, true);
+    assert_eq!(
+        (with[0], *with.last().unwrap()),
+        (jinn_text::tokenizer::BOS_ID, jinn_text::tokenizer::EOS_ID)
+    );
+    assert_eq!(tok.decode(&with).unwrap(), "hi");
+}
+
+#[test]
+fn no_merge_crosses_a_morph_boundary() {
+    let tok = trained();
+    // Units (morphs with leading space, non-word pieces) of the training text.
+    let text = sample();
+    let mut units: HashSet<&[u8]> = HashSet::new();
+    let mut start = 0;
+    for end in tok.unit_ends(text) {
+        units.insert(&text.as_bytes()[start..end]);
+        start = end;
+    }
+    assert!(tok.merges().len() > 500);
+    let first_merge = tok.byte_offset() + 256;
+    for id in first_merge..tok.vocab_size() as u32 {
+        let t = tok.token_bytes(id).unwrap();
+        assert!(
+            units.iter().any(|u| u.windows(t.len()).any(|w| w == t)),
+            "merge token {:?} does not lie inside any morph of the training text",
+            String::from_utf8_lossy(t)
+        );
+    }
+    assert_tokens_respect_units(tok, text);
+    // The check can fail: plain BPE on the same text learns tokens across these morph boundaries.
+    let plain = Tokenizer::train(&[text], &TrainConfig { morph: None, ..config(900) }).unwrap();
+    let crossing = (first_merge..plain.vocab_size() as u32)
+        .filter(|&id| {
+            let t = plain.token_bytes(id).unwrap();
+            !units.iter().any(|u| u.windows(t.len()).any(|w| w == t))
+        })
+        .count();
+    assert!(crossing > 0, "plain BPE should learn some cross-morph tokens");
+}
+
+#[test]
+fn training_is_deterministic_and_files_round_trip() {
+    let a = Tokenizer::train(&[sample()], &config(700)).unwrap();
+    let b = Tokenizer::train(&[sample()], &config(700)).unwrap();
+    assert_eq!(a.to_json(), b.to_json());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tok.json");
+    a.save(&path).unwrap();
+    let c = Tokenizer::load(&path).unwrap();
+    assert_eq!(c.to_json(), a.to_json());
+    assert_eq!(c.encode(sample()), a.encode(sample()));
+    assert_eq!(a.vocab_size(), 700);
+    assert_eq!(a.anchor_id(0), Some(3));
+    assert_eq!(a.specials()[3], "<anchor_0>");
+}
+
+#[test]
+fn training_rejects_small_vocab_and_empty_corpus() {
+    let err = Tokenizer::train(&[sample()], &config(270)).unwrap_err();
+    assert!(matches!(err, TokenizerError::VocabTooSmall { requested: 270, minimum: 275, .. }), "{err}");
+    assert!(err.to_string().contains("at least 275"), "{err}");
+    let none: [&str; 0] = [];
+    assert!(matches!(Tokenizer::train(&none, &config(500)), Err(TokenizerError::EmptyCorpus)));
+    assert!(matches!(Tokenizer::train(&["", ""], &config(500)), Err(TokenizerError::EmptyCorpus)));
+}
+
+fn load_err(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let tok = Tokenizer::train(&["unkind kindness walking talking"], &config(300)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&tok.to_json()).unwrap();
+    edit(&mut v);
+    Tokenizer::from_json(&v.to_string(), Path::new("tok.json")).unwrap_err().to_string()
+}
+
+#[test]
+fn invalid_files_give_clear_errors() {
+    let err = Tokenizer::from_json("{not json", Path::new("tok.json")).unwrap_err().to_string();
+    assert!(err.contains("tok.json") && err.contains("not a valid MGT tokenizer JSON"), "{err}");
+    let err = load_err(|v| v["version"] = 2.into());
+    assert!(err.contains("`version`") && err.contains("unsupported version 2"), "{err}");
+    let err = load_err(|v| v["merges"][1]["left"] = 9999.into());
+    assert!(err.contains("merges[1].left") && err.contains("unknown merge token 9999"), "{err}");
+    let err = load_err(|v| v["merges"][2]["left"] = 1.into());
+    assert!(err.contains("unknown merge token 1"), "{err}");
+    let err = load_err(|v| v["merges"][1]["id"] = v["merges"][0]["id"].clone());
+    assert!(err.contains("merges[1].id") && err.contains("duplicate id"), "{err}");
+    let err = load_err(|v| {
+        v["merges"] = serde_json::json!([]);
+        v["vocab_size"] = 200.into();
+    });
+    assert!(err.contains("vocab_size") && err.contains("smaller than the byte alphabet"), "{err}");
+    let err = load_err(|v| v["format"] = "other".into());
+    assert!(err.contains("`format`"), "{err}");
+    let err = load_err(|v| v["specials"][1]["name"] = "<x>".into());
+    assert!(err.contains("specials[1].name"), "{err}");
+    let missing = Tokenizer::load(Path::new("/nonexistent/tok.json")).unwrap_err().to_string();
+    assert!(missing.contains("/nonexistent/tok.json"), "{missing}");
+    // Unknown ids and split characters on decode.
+    let tok = trained();
+    assert!(matches!(tok.decode(&[99_999]), Err(TokenizerError::UnknownId { id: 99_999, .. })));
+    let e_acute = tok.encode("é");
+    let first_byte = tok.byte_offset() + 0xC3;
+    assert!(matches!(tok.decode(&[first_byte]), Err(TokenizerError::InvalidUtf8 { valid_up_to: 0 })));
+    assert_eq!(tok.decode(&e_acute).unwrap(), "é");
+}
+
+#[test]
+fn affix_seeded_segmentation_splits_at_known_affixes() {
+    let stems = ["kind", "happy", "bold", "dark", "fair", "good", "sweet", "weak"];
+    let verbs = ["walk", "talk", "play", "jump", "look", "call", "turn", "work"];
+    let mut words = Vec::new();
+    for s in stems {
+        let ness = if let Some(st) = s.strip_suffix('y') { format!("{st}iness") } else { format!("{s}ness") };
+        words.extend([s.to_string(), format!("un{s}"), ness.clone(), format!("un{ness}")]);
+    }
+    for v in verbs {
+        words.extend([v.to_string(), format!("{v}ing"), format!("{v}ed"), format!("re{v}")]);
+    }
+    let corpus = words.join(" ");
+    let tok = Tokenizer::train(&[corpus.as_str()], &config(400)).unwrap();
+    assert_eq!(tok.segment("unkindness"), ["un", "kind", "ness"]);
+    assert_eq!(tok.segment("walking"), ["walk", "ing"]);
+    assert_eq!(tok.segment("unbold"), ["un", "bold"]);
+    assert_eq!(tok.segment("talked"), ["talk", "ed"]);
+    // An unseen word made of known morphs.
+    assert_eq!(tok.segment("unworking"), ["un", "work", "ing"]);
+    // Without affix lists, the MDL model alone still splits off the frequent prefix.
+    let unseeded =
+        TrainConfig { affixes: AffixSet::default(), morph: Some(MorphConfig::default()), ..config(400) };
+    let tok = Tokenizer::train(&[corpus.as_str()], &unseeded).unwrap();
+    let seg = tok.segment("unkindness");
+    assert!(seg.first() == Some(&"un") && seg.len() >= 2, "{seg:?}");
+}

@@ -1,0 +1,296 @@
+//! `jinn bench tokenizer`: MGT against plain BPE (same code, no morph constraint) and, with the
+//! `hf-baseline` feature, the Hugging Face `tokenizers` BPE, all trained on the same corpus and
+//! vocabulary size in the same run: encode throughput (interleaved rounds, best of each),
+//! compression (tokens per word and per byte), and morph-boundary F1 against a silver standard
+//! from `hunspell -m` analyses.
+
+use anyhow::{bail, Context};
+use jinn_text::tokenizer::affixes::{AffixKind, AffixSet};
+use jinn_text::tokenizer::{MorphConfig, Tokenizer, TrainConfig};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Arguments of `jinn bench tokenizer`.
+#[derive(clap::Args)]
+pub struct TokenizerBenchArgs {
+    /// Corpus files or directories.
+    #[arg(long, default_value = "../shared/data/text/shakespeare")]
+    pub corpus: Vec<PathBuf>,
+    /// Vocabulary size of every tokenizer.
+    #[arg(long, default_value_t = 8000)]
+    pub vocab: usize,
+    /// hunspell affix file seeding MGT and defining the silver standard.
+    #[arg(long, default_value = "/usr/share/hunspell/en_US.aff")]
+    pub aff: PathBuf,
+    /// hunspell dictionary name for `hunspell -m -d`.
+    #[arg(long, default_value = "en_US")]
+    pub dict: String,
+    /// Word types sampled for the boundary F1.
+    #[arg(long, default_value_t = 2000)]
+    pub words: usize,
+    /// Timed encode rounds (interleaved; best round reported).
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+}
+
+/// Something that encodes a word-in-context and a document.
+trait Subject {
+    fn name(&self) -> &str;
+    /// Token count of a document.
+    fn count(&self, doc: &str) -> usize;
+    /// Internal boundaries (byte offsets inside `word`) when encoding `" " + word`.
+    fn word_boundaries(&self, word: &str) -> BTreeSet<usize>;
+}
+
+struct Jinn<'a>(&'a str, &'a Tokenizer);
+
+impl Subject for Jinn<'_> {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn count(&self, doc: &str) -> usize {
+        self.1.encode(doc).len()
+    }
+    fn word_boundaries(&self, word: &str) -> BTreeSet<usize> {
+        let mut off = 0usize;
+        let mut out = BTreeSet::new();
+        for id in self.1.encode(&format!(" {word}")) {
+            off += self.1.token_bytes(id).map_or(0, |t| t.len());
+            if off > 1 && off < word.len() + 1 {
+                out.insert(off - 1);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(feature = "hf-baseline")]
+mod hf {
+    use std::collections::BTreeSet;
+    use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
+    use tokenizers::models::TrainerWrapper;
+    use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+    use tokenizers::AddedToken;
+
+    pub struct Hf(pub tokenizers::Tokenizer);
+
+    /// Byte-level BPE (GPT-2 style pre-tokeniser), `specials` special tokens, trained on `docs`.
+    pub fn train(docs: &[String], vocab: usize, specials: &[String]) -> anyhow::Result<Hf> {
+        let mut tk = tokenizers::Tokenizer::new(BPE::default());
+        tk.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+        tk.with_decoder(Some(tokenizers::decoders::byte_level::ByteLevel::default()));
+        let mut trainer: TrainerWrapper = BpeTrainerBuilder::new()
+            .vocab_size(vocab)
+            .min_frequency(0)
+            .show_progress(false)
+            .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
+            .special_tokens(specials.iter().map(|s| AddedToken::from(s.clone(), true)).collect())
+            .build()
+            .into();
+        tk.train(&mut trainer, docs.iter()).map_err(|e| anyhow::anyhow!("HF BPE training: {e}"))?;
+        Ok(Hf(tk))
+    }
+
+    impl super::Subject for Hf {
+        fn name(&self) -> &str {
+            "HF tokenizers BPE"
+        }
+        fn count(&self, doc: &str) -> usize {
+            self.0.encode(doc, false).expect("HF encode").len()
+        }
+        fn word_boundaries(&self, word: &str) -> BTreeSet<usize> {
+            let enc = self.0.encode(format!(" {word}"), false).expect("HF encode");
+            enc.get_offsets()
+                .iter()
+                .map(|&(_, e)| e)
+                .filter(|&e| e > 1 && e < word.len() + 1)
+                .map(|e| e - 1)
+                .collect()
+        }
+    }
+}
+
+/// Run the benchmark and print its tables.
+pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
+    let docs = crate::text::read_corpus(&a.corpus)?;
+    let bytes: usize = docs.iter().map(|d| d.len()).sum();
+    let words: usize = docs.iter().map(|d| d.split_whitespace().count()).sum();
+    println!("corpus: {} files, {:.2} MB, {words} words; vocab {}", docs.len(), bytes as f64 / 1e6, a.vocab);
+    let affixes = AffixSet::load(&a.aff).with_context(|| format!("--aff {}", a.aff.display()))?;
+    let cfg = TrainConfig { vocab_size: a.vocab, affixes: affixes.clone(), ..TrainConfig::default() };
+    let t = Instant::now();
+    let mgt = Tokenizer::train(&docs, &cfg)?;
+    let mgt_train = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let plain = Tokenizer::train(&docs, &TrainConfig { morph: None, ..cfg.clone() })?;
+    let plain_train = t.elapsed().as_secs_f64();
+    let unseeded = Tokenizer::train(
+        &docs,
+        &TrainConfig { affixes: AffixSet::default(), morph: Some(MorphConfig::default()), ..cfg.clone() },
+    )?;
+    let mut subjects: Vec<(Box<dyn Subject + '_>, f64)> = vec![
+        (Box::new(Jinn("MGT (hunspell-seeded)", &mgt)), mgt_train),
+        (Box::new(Jinn("MGT (unseeded)", &unseeded)), f64::NAN),
+        (Box::new(Jinn("plain BPE (jinn)", &plain)), plain_train),
+    ];
+    #[cfg(feature = "hf-baseline")]
+    {
+        let t = Instant::now();
+        let hf = hf::train(&docs, a.vocab, mgt.specials())?;
+        subjects.push((Box::new(hf), t.elapsed().as_secs_f64()));
+    }
+    #[cfg(not(feature = "hf-baseline"))]
+    println!("(HF tokenizers baseline not built: rebuild with `--features hf-baseline`)");
+
+    // Throughput: single-threaded, every document, interleaved rounds; best round per subject.
+    let mut best = vec![f64::INFINITY; subjects.len()];
+    let mut counts = vec![0usize; subjects.len()];
+    for _ in 0..a.rounds {
+        for (i, (s, _)) in subjects.iter().enumerate() {
+            let t = Instant::now();
+            counts[i] = docs.iter().map(|d| s.count(d)).sum();
+            best[i] = best[i].min(t.elapsed().as_secs_f64());
+        }
+    }
+    let silver = silver_standard(&docs, &affixes, &a.dict, a.words)?;
+    let gold_total: usize = silver.iter().map(|(_, g)| g.len()).sum();
+    println!(
+        "silver standard: {} word types analysed by `hunspell -m -d {}`, {gold_total} boundaries",
+        silver.len(),
+        a.dict
+    );
+    let base_speed = bytes as f64 / best[0];
+    println!(
+        "\n{:<24} {:>9} {:>8} {:>10} {:>11} {:>11} {:>8} {:>8} {:>8}",
+        "tokenizer", "train s", "MB/s", "MGT speed×", "tokens/word", "tokens/byte", "P", "R", "F1"
+    );
+    for (i, (s, train_s)) in subjects.iter().enumerate() {
+        let speed = bytes as f64 / best[i];
+        let (p, r, f1) = boundary_prf(s.as_ref(), &silver);
+        println!(
+            "{:<24} {:>9.1} {:>8.2} {:>10.2} {:>11.3} {:>11.4} {:>8.3} {:>8.3} {:>8.3}",
+            s.name(),
+            train_s,
+            speed / 1e6,
+            base_speed / speed,
+            counts[i] as f64 / words as f64,
+            counts[i] as f64 / bytes as f64,
+            p,
+            r,
+            f1
+        );
+    }
+    // Batch encoding (rayon) of MGT, for reference.
+    let t = Instant::now();
+    let batch = mgt.encode_batch(&docs);
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "\nMGT encode_batch ({} rayon threads): {:.2} MB/s, {} tokens",
+        rayon::current_num_threads(),
+        bytes as f64 / secs / 1e6,
+        batch.iter().map(Vec::len).sum::<usize>()
+    );
+    Ok(())
+}
+
+/// Micro-averaged boundary precision, recall, F1 over the silver words.
+fn boundary_prf(s: &dyn Subject, silver: &[(String, BTreeSet<usize>)]) -> (f64, f64, f64) {
+    let (mut tp, mut pred, mut gold) = (0usize, 0usize, 0usize);
+    for (w, g) in silver {
+        let p = s.word_boundaries(w);
+        tp += p.intersection(g).count();
+        pred += p.len();
+        gold += g.len();
+    }
+    let p = tp as f64 / pred.max(1) as f64;
+    let r = tp as f64 / gold.max(1) as f64;
+    (p, r, if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 })
+}
+
+/// Silver boundaries of a deterministic sample of lowercase corpus word types (≥ 4 letters):
+/// from each `hunspell -m` analysis, prefix flags give a boundary after the surface prefix and
+/// suffix flags one before the surface suffix (the longest rule `add` of that flag that fits);
+/// the analysis with the most boundaries is kept. Words hunspell does not know are skipped.
+fn silver_standard(
+    docs: &[String],
+    affixes: &AffixSet,
+    dict: &str,
+    n: usize,
+) -> anyhow::Result<Vec<(String, BTreeSet<usize>)>> {
+    let mut types: BTreeSet<&str> = BTreeSet::new();
+    for d in docs {
+        for w in d.split(|c: char| !c.is_ascii_alphabetic()) {
+            if w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()) {
+                types.insert(w);
+            }
+        }
+    }
+    let step = (types.len() / n.max(1)).max(1);
+    let sample: Vec<&str> = types.iter().step_by(step).take(n).copied().collect();
+    let mut child = Command::new("hunspell")
+        .args(["-m", "-d", dict])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("running `hunspell -m` (install Debian's hunspell and hunspell-en-us)")?;
+    let input = sample.join("\n") + "\n";
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output()?;
+    writer.join().expect("writer thread")?;
+    if !out.status.success() {
+        bail!("hunspell -m -d {dict} failed");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut best: BTreeMap<&str, Option<BTreeSet<usize>>> = BTreeMap::new();
+    let flags_of = |kind: AffixKind| -> HashSet<&str> {
+        affixes.rules.iter().filter(|r| r.kind == kind).map(|r| r.flag.as_str()).collect()
+    };
+    let (pfx, sfx) = (flags_of(AffixKind::Prefix), flags_of(AffixKind::Suffix));
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(word) = fields.next() else { continue };
+        let Some(&w) = sample.iter().find(|s| **s == word) else { continue };
+        let fields: Vec<&str> = fields.collect();
+        if !fields.iter().any(|f| f.starts_with("st:")) {
+            continue;
+        }
+        let flags: Vec<&str> = fields.iter().filter_map(|f| f.strip_prefix("fl:")).collect();
+        let mut bounds = BTreeSet::new();
+        let (mut start, mut end) = (0usize, w.len());
+        for f in flags.iter().filter(|f| pfx.contains(*f)) {
+            let add = affixes
+                .rules
+                .iter()
+                .filter(|r| r.kind == AffixKind::Prefix && r.flag == *f && !r.add.is_empty())
+                .filter(|r| w[start..end].starts_with(r.add.as_str()))
+                .map(|r| r.add.len())
+                .max();
+            if let Some(l) = add {
+                start += l;
+                bounds.insert(start);
+            }
+        }
+        for f in flags.iter().rev().filter(|f| sfx.contains(*f)) {
+            let add = affixes
+                .rules
+                .iter()
+                .filter(|r| r.kind == AffixKind::Suffix && r.flag == *f && !r.add.is_empty())
+                .filter(|r| w[start..end].ends_with(r.add.as_str()) && end - r.add.len() > start)
+                .map(|r| r.add.len())
+                .max();
+            if let Some(l) = add {
+                end -= l;
+                bounds.insert(end);
+            }
+        }
+        let entry = best.entry(w).or_insert(None);
+        if entry.as_ref().is_none_or(|b| bounds.len() > b.len()) {
+            *entry = Some(bounds);
+        }
+    }
+    Ok(best.into_iter().filter_map(|(w, b)| b.map(|b| (w.to_string(), b))).collect())
+}
