@@ -3,7 +3,10 @@
 mod args;
 mod bench;
 mod data;
+mod device;
+mod eval;
 mod logging;
+mod plot;
 mod progress;
 mod train;
 
@@ -28,6 +31,11 @@ enum Command {
     /// Train models (the VQ-VAE tokenizer).
     #[command(subcommand)]
     Train(train::TrainCommand),
+    /// Evaluate trained checkpoints (tokenizer reconstruction quality).
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
+    /// Render a run's loss and metric curves (metrics.jsonl) to a PNG.
+    Plot(plot::PlotArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +45,7 @@ fn main() -> anyhow::Result<()> {
         Command::Data(cmd) => data::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Train(cmd) => train::run(cmd),
+        Command::Eval(cmd) => eval::run(cmd),
+        Command::Plot(a) => plot::run(a),
     }
 }
