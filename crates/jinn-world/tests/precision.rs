@@ -55,6 +55,8 @@ fn run_cfg(precision: Precision) -> TokenizerRunConfig {
     cfg.train.image_every = 0;
     cfg.train.ckpt_every = 2;
     cfg.train.precision = precision;
+    cfg.train.lr.warmup_steps = 1;
+    cfg.train.lr.decay_steps = 1;
     cfg
 }
 
