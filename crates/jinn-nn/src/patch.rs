@@ -62,14 +62,15 @@ pub fn patchify(videos: Tensor<5>, patch: usize) -> Result<Tensor<4>, NnError> {
     let grid = PatchGrid::new(patch, h, w, c)?;
     let (rows, cols) = (grid.rows(), grid.cols());
     let (hp, wp) = (rows * patch, cols * patch);
-    let device = videos.device();
+    // Padding takes the input's dtype (f32, or bf16 under `train.precision = "bf16"`).
+    let (device, dtype) = (videos.device(), videos.dtype());
     let mut x = videos; // [b, t, h, w, c]
     if hp > h {
-        let pad = Tensor::<5>::zeros([b, t, hp - h, w, c], &device);
+        let pad = Tensor::<5>::zeros([b, t, hp - h, w, c], (&device, dtype));
         x = Tensor::cat(vec![x, pad], 2); // [b, t, hp, w, c]
     }
     if wp > w {
-        let pad = Tensor::<5>::zeros([b, t, hp, wp - w, c], &device);
+        let pad = Tensor::<5>::zeros([b, t, hp, wp - w, c], (&device, dtype));
         x = Tensor::cat(vec![x, pad], 3); // [b, t, hp, wp, c]
     }
     let x = x.reshape([b * t, rows, patch, cols, patch * c]); // [bt, rows, p, cols, p·c]

@@ -24,7 +24,8 @@ pub fn sinusoid_table(len: usize, dim: usize, device: &Device) -> Tensor<2> {
 /// Adds `PE[t] + PE[n]` to every token of `x` `[B, T, N, M]`.
 pub fn add_spatiotemporal_pe(x: Tensor<4>) -> Tensor<4> {
     let [_, t, n, m] = x.dims();
-    let table = sinusoid_table(t.max(n), m, &x.device()); // [max(t, n), m]
+    // The table takes x's dtype (f32, or bf16 under `train.precision = "bf16"`).
+    let table = sinusoid_table(t.max(n), m, &x.device()).cast(x.dtype()); // [max(t, n), m]
     let pe_t = table.clone().slice([0..t, 0..m]).reshape([1, t, 1, m]); // [1, t, 1, m]
     let pe_n = table.slice([0..n, 0..m]).reshape([1, 1, n, m]); // [1, 1, n, m]
     x + pe_t + pe_n // [b, t, n, m]

@@ -15,6 +15,7 @@
 
 use crate::error::{Result, TrainError};
 use crate::optim::OptimConfig;
+use crate::precision::Precision;
 use crate::schedule::LrSchedule;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,9 @@ pub struct TrainConfig {
     pub keep_last: usize,
     /// Retention: also keep every step that is a multiple of N; 0 = none (20,000).
     pub keep_every: u64,
+    /// Compute precision: `"f32"` (default, fastest on CPU) or `"bf16"` (bf16 compute, f32
+    /// master weights; see [`crate::precision`]).
+    pub precision: Precision,
 }
 
 impl Default for TrainConfig {
@@ -73,6 +77,7 @@ impl Default for TrainConfig {
             ckpt_every: 1000,
             keep_last: 3,
             keep_every: 20_000,
+            precision: Precision::F32,
         }
     }
 }

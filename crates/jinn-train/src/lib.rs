@@ -12,6 +12,7 @@ pub mod error;
 pub mod metrics_log;
 pub mod optim;
 pub mod plot;
+pub mod precision;
 pub mod schedule;
 pub mod tfevents;
 pub mod train_loop;

@@ -125,8 +125,34 @@ pub fn render(series: &BTreeMap<String, Vec<(u64, f64)>>) -> (Vec<u8>, FrameShap
     (canvas.pixels, shape)
 }
 
-/// Read `metrics_jsonl` and write the curves to `out_png` (atomically).
-pub fn plot_metrics_file(metrics_jsonl: &Path, out_png: &Path) -> Result<()> {
+/// Keep the series whose metric name (the part after `split/`) is in `names`, for every
+/// split; all of them when `names` is empty. A name matching no series is an error listing
+/// the available names.
+pub fn select(
+    all: BTreeMap<String, Vec<(u64, f64)>>,
+    names: &[String],
+    source: &Path,
+) -> Result<BTreeMap<String, Vec<(u64, f64)>>> {
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let metric = |key: &str| key.split_once('/').map_or(key.to_string(), |(_, m)| m.to_string());
+    if let Some(missing) = names.iter().find(|n| !all.keys().any(|k| metric(k) == **n)) {
+        let mut available: Vec<String> = all.keys().map(|k| metric(k)).collect();
+        available.sort();
+        available.dedup();
+        return Err(TrainError::Format {
+            path: source.to_path_buf(),
+            offset: 0,
+            reason: format!("no metric named `{missing}`; it has: {}", available.join(", ")),
+        });
+    }
+    Ok(all.into_iter().filter(|(k, _)| names.contains(&metric(k))).collect())
+}
+
+/// Read `metrics_jsonl` and write the curves of the metrics in `names` (all when empty), one
+/// panel per `split/name`, to `out_png` (atomically). Returns the panel names.
+pub fn plot_metrics_file(metrics_jsonl: &Path, out_png: &Path, names: &[String]) -> Result<Vec<String>> {
     let all = series(&read_metrics(metrics_jsonl)?);
     if all.is_empty() {
         return Err(TrainError::Format {
@@ -135,13 +161,14 @@ pub fn plot_metrics_file(metrics_jsonl: &Path, out_png: &Path) -> Result<()> {
             reason: "no metric records to plot".into(),
         });
     }
-    let (pixels, shape) = render(&all);
+    let chosen = select(all, names, metrics_jsonl)?;
+    let (pixels, shape) = render(&chosen);
     let mut png = Vec::new();
     image::codecs::png::PngEncoder::new(&mut png)
         .write_image(&pixels, shape.width as u32, shape.height as u32, image::ExtendedColorType::Rgb8)
         .map_err(|e| TrainError::io(out_png, std::io::Error::other(e)))?;
     jinn_data::atomic_file::write_atomically(out_png, &png)?;
-    Ok(())
+    Ok(chosen.into_keys().collect())
 }
 
 #[cfg(test)]
@@ -186,10 +213,15 @@ mod tests {
         }
         std::fs::write(&jsonl, text).unwrap();
         let out = dir.path().join("curves.png");
-        plot_metrics_file(&jsonl, &out).unwrap();
+        assert_eq!(plot_metrics_file(&jsonl, &out, &[]).unwrap(), ["train/loss", "train/lr"]);
         let img = image::open(&out).unwrap();
         assert_eq!((img.width() as usize, img.height() as usize), (PANEL_WIDTH, 2 * PANEL_HEIGHT));
+        // Only the chosen metric: one panel.
+        assert_eq!(plot_metrics_file(&jsonl, &out, &["loss".into()]).unwrap(), ["train/loss"]);
+        assert_eq!(image::open(&out).unwrap().height() as usize, PANEL_HEIGHT);
+        let err = plot_metrics_file(&jsonl, &out, &["psnr".into()]).unwrap_err().to_string();
+        assert!(err.contains("`psnr`") && err.contains("loss, lr"), "{err}");
         std::fs::write(&jsonl, "").unwrap();
-        assert!(plot_metrics_file(&jsonl, &out).unwrap_err().to_string().contains("no metric records"));
+        assert!(plot_metrics_file(&jsonl, &out, &[]).unwrap_err().to_string().contains("no metric records"));
     }
 }

@@ -16,6 +16,7 @@ use crate::error::{Result, TrainError};
 use crate::metrics_log::{MetricRecord, RunLogger};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Metric name → value.
 pub type Metrics = BTreeMap<String, f64>;
@@ -87,8 +88,52 @@ pub struct RunSummary {
     pub skipped_checkpoints: Vec<(PathBuf, String)>,
 }
 
+/// One finished update, as reported to a [`RunObserver`].
+#[derive(Debug, Clone, Copy)]
+pub struct StepReport<'a> {
+    /// Updates applied so far (this update included).
+    pub step: u64,
+    /// Step the run started from (0, or the resumed checkpoint's).
+    pub start_step: u64,
+    /// Step the run will stop at (`train.steps`, or `--stop-at`).
+    pub end_step: u64,
+    /// Wall time of this update's `train_step` (forward, backward, optimiser).
+    pub step_time: Duration,
+    /// The step's metrics (`loss`, …; `lr` included).
+    pub metrics: &'a Metrics,
+}
+
+/// Hooks through which a caller watches a run (a progress bar, log lines). The training
+/// crates draw nothing themselves; every method defaults to doing nothing.
+pub trait RunObserver {
+    /// Before the first update: the run goes from `start_step` to `end_step`.
+    fn on_start(&mut self, _start_step: u64, _end_step: u64) {}
+    /// After every update.
+    fn on_step(&mut self, _report: &StepReport<'_>) {}
+    /// After a validation at `step`.
+    fn on_validation(&mut self, _step: u64, _metrics: &Metrics) {}
+    /// After the last update and the final checkpoint.
+    fn on_finish(&mut self, _summary: &RunSummary) {}
+}
+
+/// A [`RunObserver`] that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl RunObserver for NoObserver {}
+
 /// Drive `task` for `train.steps` updates (or until `opts.stop_at`).
 pub fn run<T: TrainTask>(task: &mut T, train: &TrainConfig, opts: &RunOptions) -> Result<RunSummary> {
+    run_observed(task, train, opts, &mut NoObserver)
+}
+
+/// [`run`], reporting progress to `observer`.
+pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
+    task: &mut T,
+    train: &TrainConfig,
+    opts: &RunOptions,
+    observer: &mut O,
+) -> Result<RunSummary> {
     train.validate()?;
     std::fs::create_dir_all(&opts.run_dir).map_err(|e| TrainError::io(&opts.run_dir, e))?;
     remove_stale_temp_dirs(&opts.run_dir)?;
@@ -112,6 +157,7 @@ pub fn run<T: TrainTask>(task: &mut T, train: &TrainConfig, opts: &RunOptions) -
     let mut writer = CheckpointWriter::spawn(opts.run_dir.clone(), train.keep_last, train.keep_every)?;
     let end = opts.stop_at.map_or(train.steps, |s| s.min(train.steps));
     let every = |n: u64, s: u64| n > 0 && s.is_multiple_of(n);
+    observer.on_start(start_step, end);
 
     while step < end {
         let lr = train.lr.lr(step, train.steps);
@@ -122,14 +168,18 @@ pub fn run<T: TrainTask>(task: &mut T, train: &TrainConfig, opts: &RunOptions) -
             clip_norm: train.clip_norm,
             seed: train.seed,
         };
+        let started = Instant::now();
         let mut metrics = task.train_step(&ctx)?;
+        let step_time = started.elapsed();
         step += 1;
+        metrics.insert("lr".into(), lr);
+        observer.on_step(&StepReport { step, start_step, end_step: end, step_time, metrics: &metrics });
         if every(train.log_every, step) || step == end {
-            metrics.insert("lr".into(), lr);
             logger.log(MetricRecord::now(step, "train", metrics))?;
         }
         if every(train.val_every, step) {
             let val = task.validate(step, train.val_batches)?;
+            observer.on_validation(step, &val);
             logger.log(MetricRecord::now(step, "val", val))?;
         }
         if every(train.image_every, step) {
@@ -152,7 +202,9 @@ pub fn run<T: TrainTask>(task: &mut T, train: &TrainConfig, opts: &RunOptions) -
     }
     logger.flush()?;
     writer.finish()?;
-    Ok(RunSummary { start_step, end_step: step, skipped_checkpoints: skipped })
+    let summary = RunSummary { start_step, end_step: step, skipped_checkpoints: skipped };
+    observer.on_finish(&summary);
+    Ok(summary)
 }
 
 #[cfg(test)]

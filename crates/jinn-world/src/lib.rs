@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod tokenizer;
+pub mod tokenizer_eval;
 pub mod tokenizer_task;
 
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};

@@ -14,17 +14,14 @@
 //! training, `psnr`, `ssim` and `codebook_usage` are computed on logged steps only (a few % of
 //! a step each time).
 
-use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
+use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig};
+use crate::tokenizer_eval::{evaluate, model_err, next_batch, write_recon_gif, Sums};
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
-use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
-use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
-use jinn_data::FrameShape;
-use jinn_nn::{CodeUsage, NnError};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
@@ -65,11 +62,6 @@ pub struct TokenizerRunConfig {
     pub train: TrainConfig,
     /// Clip length and loader threads.
     pub data: DataConfig,
-}
-
-/// A model error as a [`TrainError`] naming the `model` section.
-fn model_err(e: NnError) -> TrainError {
-    TrainError::config("model", e.to_string())
 }
 
 /// Open `<data_dir>/<split>` and check its frames match the model config.
@@ -113,6 +105,7 @@ impl TokenizerTask {
     /// `cfg.model` on the autodiff `device`).
     pub fn new(cfg: &TokenizerRunConfig, data_dir: &Path, model: Tokenizer, device: Device) -> Result<Self> {
         cfg.train.validate()?;
+        cfg.train.precision.ensure_supported(&device)?;
         let train_data = open_split(data_dir, "train", cfg)?;
         let val_dir: PathBuf = data_dir.join("val");
         let val_data = if val_dir.exists() { Some(open_split(data_dir, "val", cfg)?) } else { None };
@@ -162,10 +155,6 @@ impl TokenizerTask {
         &self.model
     }
 
-    fn frame_shape(&self) -> FrameShape {
-        self.train_data.frame_shape()
-    }
-
     fn videos(&self, batch: &Batch) -> burn::tensor::Tensor<5> {
         let s = batch.frame_shape;
         frames_to_unit(
@@ -173,41 +162,6 @@ impl TokenizerTask {
             [batch.batch_size, batch.seq_len, s.height, s.width, s.channels],
             &self.device,
         )
-    }
-
-    /// Host-side metrics of one forward: loss terms always; PSNR, SSIM and code counts only
-    /// when `images` (they cost a copy of the reconstruction and a few % of a training step,
-    /// so training computes them on logged steps only).
-    fn host_metrics(
-        &self,
-        out: &TokenizerOutput,
-        batch: &Batch,
-        sums: &mut Sums,
-        images: bool,
-    ) -> Result<()> {
-        sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
-        sums.mse += out.mse.clone().into_scalar::<f32>() as f64;
-        sums.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
-        sums.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
-        sums.count += 1;
-        if !images {
-            return Ok(());
-        }
-        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
-        let shape = self.frame_shape();
-        let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect(); // [b, t, h, w, c]
-        sums.psnr += mean_psnr(&recon, &gt, shape)?;
-        sums.ssim += mean_ssim(&recon, &gt, shape)?;
-        let [b, t, n] = out.indices.dims();
-        let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), self.model.num_codes())
-            .map_err(model_err)?;
-        if sums.code_counts.is_empty() {
-            sums.code_counts = usage.counts;
-        } else {
-            sums.code_counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
-        }
-        sums.image_count += 1;
-        Ok(())
     }
 
     /// Whether the loop logs the metrics of the update that starts at `step` (see
@@ -228,49 +182,6 @@ impl TokenizerTask {
     }
 }
 
-/// Running sums of per-forward metrics.
-#[derive(Default)]
-struct Sums {
-    loss: f64,
-    mse: f64,
-    q_loss: f64,
-    commitment: f64,
-    psnr: f64,
-    ssim: f64,
-    code_counts: Vec<u64>,
-    /// Forwards summed into the loss terms.
-    count: usize,
-    /// Forwards summed into `psnr`, `ssim` and `code_counts`.
-    image_count: usize,
-}
-
-impl Sums {
-    fn into_metrics(self) -> Metrics {
-        let n = self.count.max(1) as f64;
-        let mut metrics = Metrics::from([
-            ("loss".to_string(), self.loss / n),
-            ("mse".to_string(), self.mse / n),
-            ("q_loss".to_string(), self.q_loss / n),
-            ("commitment_loss".to_string(), self.commitment / n),
-        ]);
-        if self.image_count > 0 {
-            let n = self.image_count as f64;
-            let usage = CodeUsage { counts: self.code_counts }.fraction_used();
-            metrics.insert("psnr".to_string(), self.psnr / n);
-            metrics.insert("ssim".to_string(), self.ssim / n);
-            metrics.insert("codebook_usage".to_string(), usage);
-        }
-        metrics
-    }
-}
-
-fn next_batch(loader: &mut Loader) -> Result<Batch> {
-    match loader.next() {
-        Some(batch) => Ok(batch?),
-        None => Err(TrainError::config("data", "the loader ended; it should cycle forever")),
-    }
-}
-
 impl TrainTask for TokenizerTask {
     fn kind(&self) -> &str {
         TOKENIZER_KIND
@@ -281,11 +192,14 @@ impl TrainTask for TokenizerTask {
         let mut sums = Sums::default();
         for micro in 0..ctx.grad_accum {
             let batch = next_batch(&mut self.loader)?;
-            let videos = self.videos(&batch); // [b, t, h, w, c]
+            // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
+            let precision = self.cfg.train.precision;
+            let videos = precision.cast_input(self.videos(&batch)); // [b, t, h, w, c]
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
-            self.host_metrics(&out, &batch, &mut sums, self.is_logged(ctx.step))?;
+            let out =
+                precision.compute_model(&self.model).forward_train(videos, &mut rng).map_err(model_err)?;
+            sums.add(&out, &batch, self.model.num_codes(), self.is_logged(ctx.step))?;
             let loss = out.loss.div_scalar(ctx.grad_accum as f64);
             acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
         }
@@ -302,21 +216,7 @@ impl TrainTask for TokenizerTask {
         let Some(data) = self.val_data.clone() else {
             return Ok(Metrics::new());
         };
-        let mut loader = self.val_loader(data)?;
-        let model = self.model.valid();
-        let mut sums = Sums::default();
-        for _ in 0..batches {
-            let batch = next_batch(&mut loader)?;
-            let s = batch.frame_shape;
-            let videos = frames_to_unit(
-                &batch.videos,
-                [batch.batch_size, batch.seq_len, s.height, s.width, s.channels],
-                &model.vq.codebook.val().device(),
-            );
-            let out = model.forward_eval(videos).map_err(model_err)?;
-            self.host_metrics(&out, &batch, &mut sums, true)?;
-        }
-        Ok(sums.into_metrics())
+        evaluate(&self.model.valid(), &mut self.val_loader(data)?, batches)
     }
 
     /// `images/recon_step_XXXXXX.gif`: the first validation clip (or training clip without a
@@ -324,30 +224,9 @@ impl TrainTask for TokenizerTask {
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
         let batch = next_batch(&mut self.val_loader(data)?)?;
-        let model = self.model.valid();
-        let s = batch.frame_shape;
-        let clip = s.frame_bytes() * batch.seq_len;
-        let videos = frames_to_unit(
-            &batch.videos[..clip],
-            [1, batch.seq_len, s.height, s.width, s.channels],
-            &model.vq.codebook.val().device(),
-        );
-        let out = model.forward_eval(videos).map_err(model_err)?;
-        let recon: Vec<u8> = out
-            .recon
-            .try_into_vec_as::<f32>()
-            .expect("float tensor data")
-            .iter()
-            .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
-            .collect(); // [t, h, w, c]
         let dir = run_dir.join("images");
         std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-        let panels = [
-            Panel { label: "data", frames: &batch.videos[..clip] },
-            Panel { label: "recon", frames: &recon },
-        ];
-        write_panels_gif(&dir.join(format!("recon_step_{step:06}.gif")), &panels, s, &GifOptions::default())?;
-        Ok(())
+        write_recon_gif(&self.model.valid(), &batch, 1, &dir.join(format!("recon_step_{step:06}.gif")))
     }
 
     fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {

@@ -3,7 +3,10 @@
 mod args;
 mod bench;
 mod data;
+mod device;
+mod eval;
 mod logging;
+mod plot;
 mod progress;
 mod text;
 mod train;
@@ -32,6 +35,11 @@ enum Command {
     /// Text: the MGT tokenizer (train, encode, decode, segment).
     #[command(subcommand)]
     Text(text::TextCommand),
+    /// Evaluate trained checkpoints (tokenizer reconstruction quality).
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
+    /// Render a run's loss and metric curves (metrics.jsonl) to a PNG.
+    Plot(plot::PlotArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -42,5 +50,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Train(cmd) => train::run(cmd),
         Command::Text(cmd) => text::run(cmd),
+        Command::Eval(cmd) => eval::run(cmd),
+        Command::Plot(a) => plot::run(a),
     }
 }

@@ -1,5 +1,6 @@
 //! `jinn train …`: train a model with the shared training loop.
 
+mod progress;
 mod tokenizer;
 
 use clap::Subcommand;

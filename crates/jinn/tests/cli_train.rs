@@ -105,3 +105,174 @@ fn trains_three_steps_resumes_and_rejects_a_shape_mismatch() {
     let t = text(&o);
     assert!(t.contains("model.height") && t.contains("32×32×3") && t.contains("16×16×3"), "{t}");
 }
+
+/// Generate the tiny 16×16 dataset into `dir/ds` and train CONFIG for its 3 steps into
+/// `dir/run`; returns (data, run).
+fn tiny_trained_run(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let data = dir.join("ds");
+    let o = jinn(&[
+        "data",
+        "gen",
+        "--env",
+        "breakout",
+        "--episodes",
+        "4",
+        "--size",
+        "16x16",
+        "--min-episode-len",
+        "12",
+        "--max-episode-len",
+        "12",
+        "--chunk-len",
+        "12",
+        "--val-fraction",
+        "0.25",
+        "--test-fraction",
+        "0",
+        "--out",
+        p(&data),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let config = dir.join("tok.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let run = dir.join("run");
+    let o = jinn(&[
+        "train",
+        "tokenizer",
+        "--config",
+        p(&config),
+        "--data",
+        p(&data),
+        "--out",
+        p(&run),
+        "--device",
+        "cpu",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // stderr is not a terminal here: plain progress lines instead of a bar.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("step 3/3") && stderr.contains("ms/step") && stderr.contains("ETA"), "{stderr}");
+    (data, run)
+}
+
+#[test]
+fn eval_and_plot_a_trained_run_and_explain_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, run) = tiny_trained_run(dir.path());
+
+    // eval: metrics printed and written, GIF with ground truth | reconstruction.
+    let gif = dir.path().join("recon.gif");
+    let json = dir.path().join("eval.json");
+    let o = jinn(&[
+        "eval",
+        "tokenizer",
+        "--ckpt",
+        p(&run),
+        "--data",
+        p(&data),
+        "--batches",
+        "2",
+        "--gif",
+        p(&gif),
+        "--gif-clips",
+        "2",
+        "--json",
+        p(&json),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("step 3") && t.contains("psnr") && t.contains("ssim") && t.contains("codebook usage"),
+        "{t}"
+    );
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let psnr = m["metrics"]["psnr"].as_f64().unwrap();
+    let usage = m["metrics"]["codebook_usage"].as_f64().unwrap();
+    assert!(psnr.is_finite() && psnr > 0.0 && (0.0..=1.0).contains(&usage) && usage > 0.0, "{m}");
+    assert_eq!(m["step"], 3);
+    // The GIF is two 16×16 panels side by side: wider than tall, frames of both clips.
+    let decoder = gif::DecodeOptions::new().read_info(std::fs::File::open(&gif).unwrap()).unwrap();
+    assert!(
+        decoder.width() >= 2 * 16 && decoder.width() > decoder.height(),
+        "{}x{}",
+        decoder.width(),
+        decoder.height()
+    );
+    let frames = decoder.into_iter().count();
+    assert_eq!(frames, 2 * 4, "2 clips × seq_len 4 frames");
+
+    // The same step evaluated through its step directory gives the same numbers.
+    let o = jinn(&[
+        "eval",
+        "tokenizer",
+        "--ckpt",
+        p(&run.join("step_000003")),
+        "--data",
+        p(&data),
+        "--batches",
+        "2",
+    ]);
+    assert!(o.status.success() && text(&o).contains(&format!("psnr {psnr:.2} dB")), "{}", text(&o));
+
+    // Bad input: missing checkpoint, a directory without checkpoints, data of another shape.
+    let o = jinn(&["eval", "tokenizer", "--ckpt", p(&dir.path().join("nope")), "--data", p(&data)]);
+    assert!(!o.status.success() && text(&o).contains("no such directory"), "{}", text(&o));
+    let o = jinn(&["eval", "tokenizer", "--ckpt", p(&data), "--data", p(&data)]);
+    assert!(!o.status.success() && text(&o).contains("no good checkpoint"), "{}", text(&o));
+    let big = dir.path().join("big");
+    let o = jinn(&[
+        "data",
+        "gen",
+        "--env",
+        "breakout",
+        "--episodes",
+        "2",
+        "--size",
+        "24x24",
+        "--min-episode-len",
+        "8",
+        "--max-episode-len",
+        "8",
+        "--chunk-len",
+        "8",
+        "--val-fraction",
+        "0.5",
+        "--test-fraction",
+        "0",
+        "--out",
+        p(&big),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = jinn(&["eval", "tokenizer", "--ckpt", p(&run), "--data", p(&big)]);
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("16×16×3") && t.contains("24×24×3"), "{t}");
+    let o = jinn(&["eval", "tokenizer", "--ckpt", p(&run), "--data", p(&data), "--split", "test"]);
+    assert!(!o.status.success() && text(&o).contains("test"), "{}", text(&o));
+
+    // plot: every train and val metric by default; --metrics picks names.
+    let png = dir.path().join("curves.png");
+    let o = jinn(&["plot", p(&run), "--out", p(&png), "--metrics", "loss,psnr"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("train/loss") && text(&o).contains("val/psnr"), "{}", text(&o));
+    let img = image::open(&png).unwrap();
+    // 4 panels (train/val × loss/psnr) of 640×240 each, stacked.
+    assert_eq!((img.width(), img.height()), (640, 4 * 240));
+    let o = jinn(&["plot", p(&run)]);
+    assert!(o.status.success() && run.join("plot.png").is_file(), "{}", text(&o));
+    let o = jinn(&["plot", p(&run), "--metrics", "nonsense"]);
+    assert!(!o.status.success() && text(&o).contains("no metric named `nonsense`"), "{}", text(&o));
+    let o = jinn(&["plot", p(&data)]);
+    assert!(!o.status.success() && text(&o).contains("metrics.jsonl"), "{}", text(&o));
+    std::fs::write(run.join("metrics.jsonl"), "").unwrap();
+    let o = jinn(&["plot", p(&run)]);
+    assert!(!o.status.success() && text(&o).contains("no metric records"), "{}", text(&o));
+}
+
+#[cfg(not(feature = "wgpu"))]
+#[test]
+fn a_gpu_device_without_its_feature_says_how_to_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let o =
+        jinn(&["train", "tokenizer", "--data", p(dir.path()), "--out", p(dir.path()), "--device", "wgpu:0"]);
+    assert!(!o.status.success() && text(&o).contains("--features wgpu"), "{}", text(&o));
+}

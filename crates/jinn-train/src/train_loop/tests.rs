@@ -128,6 +128,7 @@ fn train_cfg() -> TrainConfig {
         ckpt_every: 2,
         keep_last: 2,
         keep_every: 4,
+        precision: Default::default(),
     }
 }
 
@@ -185,4 +186,54 @@ fn resuming_another_model_kind_is_refused() {
     other.config_json = serde_json::json!({"model": {"d": 4}});
     let err = run(&mut Regression::new(1), &cfg, &other).unwrap_err().to_string();
     assert!(err.contains("model.d"), "{err}");
+}
+
+/// Records every observer call.
+#[derive(Default)]
+struct Recorder {
+    start: Option<(u64, u64)>,
+    steps: Vec<(u64, u64, u64, f64)>, // (step, start, end, loss)
+    validations: Vec<u64>,
+    finished: Option<u64>,
+}
+
+impl RunObserver for Recorder {
+    fn on_start(&mut self, start_step: u64, end_step: u64) {
+        self.start = Some((start_step, end_step));
+    }
+    fn on_step(&mut self, r: &StepReport<'_>) {
+        assert!(r.metrics.contains_key("lr"));
+        self.steps.push((r.step, r.start_step, r.end_step, r.metrics["loss"]));
+    }
+    fn on_validation(&mut self, step: u64, metrics: &Metrics) {
+        assert!(metrics.contains_key("loss"));
+        self.validations.push(step);
+    }
+    fn on_finish(&mut self, summary: &RunSummary) {
+        self.finished = Some(summary.end_step);
+    }
+}
+
+#[test]
+fn observer_sees_every_step_validation_and_the_end() {
+    let cfg = train_cfg(); // 8 steps, validation every 4
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = Recorder::default();
+    run_observed(&mut Regression::new(1), &cfg, &opts(dir.path(), false, Some(6)), &mut rec).unwrap();
+    assert_eq!(rec.start, Some((0, 6)));
+    assert_eq!(rec.steps.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
+    assert!(rec.steps.iter().all(|s| s.1 == 0 && s.2 == 6 && s.3.is_finite()));
+    assert_eq!(rec.validations, vec![4]);
+    assert_eq!(rec.finished, Some(6));
+
+    // Resumed: steps continue from the checkpoint at 6.
+    let mut rec = Recorder::default();
+    run_observed(&mut Regression::new(1), &cfg, &opts(dir.path(), true, None), &mut rec).unwrap();
+    assert_eq!(rec.start, Some((6, 8)));
+    assert_eq!(rec.steps.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(), vec![(7, 6), (8, 6)]);
+    assert_eq!(rec.validations, vec![8]);
+    // The logged train losses are the ones the observer saw.
+    let logged = read_metrics(&dir.path().join(METRICS_FILE)).unwrap();
+    let loss7 = logged.iter().find(|r| r.split == "train" && r.step == 7).unwrap().metrics["loss"];
+    assert_eq!(loss7, rec.steps[0].3);
 }

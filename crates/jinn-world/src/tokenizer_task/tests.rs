@@ -2,6 +2,7 @@ use super::*;
 use burn::module::{ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use jinn_data::generate::{generate_dataset, GenerateConfig};
+use jinn_data::FrameShape;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::{run, RunOptions};
 

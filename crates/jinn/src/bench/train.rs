@@ -4,7 +4,7 @@
 //! issue-3 targets and to Jasmine's figures at jasmine-small.
 
 use anyhow::{bail, Context};
-use burn::tensor::Device;
+use crate::device::DeviceSpec;
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::train_loop::{StepContext, TrainTask};
@@ -41,6 +41,9 @@ pub struct TrainBenchArgs {
     /// Untimed warm-up steps before them.
     #[arg(long, default_value_t = 3)]
     pub warmup: u64,
+    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
+    #[arg(long, default_value = "cpu")]
+    pub device: DeviceSpec,
 }
 
 /// Build the task, run `warmup + steps` training steps and print the figures.
@@ -62,7 +65,7 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
             tmp.path().to_path_buf()
         }
     };
-    let device = Device::flex().autodiff();
+    let device = a.device.device().autodiff();
     let mut task = TokenizerTask::from_config(&cfg, &data_dir, device)
         .with_context(|| format!("setting up tokenizer training on {}", data_dir.display()))?;
     let m = &cfg.model;

@@ -1,10 +1,11 @@
 //! `jinn train tokenizer`: the VQ-VAE tokenizer on a jinn dataset.
 
+use super::progress::TrainProgress;
+use crate::device::DeviceSpec;
 use anyhow::Context;
-use burn::tensor::Device;
 use jinn_train::checkpoint::list_steps;
 use jinn_train::metrics_log::{read_metrics, METRICS_FILE};
-use jinn_train::train_loop::{run as run_loop, RunOptions};
+use jinn_train::train_loop::{run_observed, RunOptions};
 use jinn_world::{TokenizerRunConfig, TokenizerTask};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,6 +31,9 @@ pub struct TokenizerArgs {
     /// Stop after this many steps in total (the LR schedule still spans `train.steps`).
     #[arg(long)]
     pub stop_at: Option<u64>,
+    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
+    #[arg(long, default_value = "cpu")]
+    pub device: DeviceSpec,
 }
 
 /// Train, then print the step count, the time per step and the last metrics.
@@ -41,7 +45,7 @@ pub fn run(a: TokenizerArgs) -> anyhow::Result<()> {
             a.out.display()
         );
     }
-    let device = Device::flex().autodiff();
+    let device = a.device.device().autodiff();
     let mut task = TokenizerTask::from_config(&cfg, &a.data, device)
         .with_context(|| format!("setting up tokenizer training on {}", a.data.display()))?;
     let opts = RunOptions {
@@ -51,9 +55,15 @@ pub fn run(a: TokenizerArgs) -> anyhow::Result<()> {
         stop_at: a.stop_at,
         metrics_head_len: 100,
     };
-    tracing::info!("training the tokenizer for {} steps into {}", cfg.train.steps, a.out.display());
+    tracing::info!(
+        "training the tokenizer for {} steps on {} ({:?}) into {}",
+        cfg.train.steps,
+        a.device,
+        cfg.train.precision,
+        a.out.display()
+    );
     let t = Instant::now();
-    let summary = run_loop(&mut task, &cfg.train, &opts)?;
+    let summary = run_observed(&mut task, &cfg.train, &opts, &mut TrainProgress::new())?;
     let steps = summary.end_step - summary.start_step;
     let secs = t.elapsed().as_secs_f64();
     println!(

@@ -1,0 +1,142 @@
+//! Reconstruction metrics and ground-truth | reconstruction GIFs of a [`Tokenizer`], shared by
+//! training (per-step metrics, validation, images) and `jinn eval tokenizer`.
+//!
+//! Metrics (spec §3.1): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
+//! (fraction of the K codes used over the evaluated batches).
+
+use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerOutput};
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::loader::{Batch, Loader};
+use jinn_data::metrics::{mean_psnr, mean_ssim};
+use jinn_nn::{CodeUsage, NnError};
+use jinn_train::train_loop::Metrics;
+use jinn_train::{Result, TrainError};
+use std::path::Path;
+
+/// A model error as a [`TrainError`] naming the `model` section.
+pub(crate) fn model_err(e: NnError) -> TrainError {
+    TrainError::config("model", e.to_string())
+}
+
+/// Running sums of per-forward metrics.
+#[derive(Default)]
+pub(crate) struct Sums {
+    loss: f64,
+    mse: f64,
+    q_loss: f64,
+    commitment: f64,
+    psnr: f64,
+    ssim: f64,
+    code_counts: Vec<u64>,
+    /// Forwards summed into the loss terms.
+    count: usize,
+    /// Forwards summed into `psnr`, `ssim` and `code_counts`.
+    image_count: usize,
+}
+
+impl Sums {
+    /// Add the host-side metrics of one forward `out` of `batch`: the loss terms always; PSNR,
+    /// SSIM and code counts (over a codebook of `num_codes`) only when `images` — they cost a
+    /// copy of the reconstruction and a few % of a training step, so training computes them on
+    /// logged steps only.
+    pub(crate) fn add(
+        &mut self,
+        out: &TokenizerOutput,
+        batch: &Batch,
+        num_codes: usize,
+        images: bool,
+    ) -> Result<()> {
+        self.loss += out.loss.clone().into_scalar::<f32>() as f64;
+        self.mse += out.mse.clone().into_scalar::<f32>() as f64;
+        self.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
+        self.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
+        self.count += 1;
+        if !images {
+            return Ok(());
+        }
+        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
+        let shape = batch.frame_shape;
+        let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect(); // [b, t, h, w, c]
+        self.psnr += mean_psnr(&recon, &gt, shape)?;
+        self.ssim += mean_ssim(&recon, &gt, shape)?;
+        let [b, t, n] = out.indices.dims();
+        let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes)
+            .map_err(model_err)?;
+        if self.code_counts.is_empty() {
+            self.code_counts = usage.counts;
+        } else {
+            self.code_counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+        }
+        self.image_count += 1;
+        Ok(())
+    }
+
+    /// Means over the forwards added (codebook usage over all of them); the image metrics only
+    /// when some forward added them.
+    pub(crate) fn into_metrics(self) -> Metrics {
+        let n = self.count.max(1) as f64;
+        let mut metrics = Metrics::from([
+            ("loss".to_string(), self.loss / n),
+            ("mse".to_string(), self.mse / n),
+            ("q_loss".to_string(), self.q_loss / n),
+            ("commitment_loss".to_string(), self.commitment / n),
+        ]);
+        if self.image_count > 0 {
+            let n = self.image_count as f64;
+            let usage = CodeUsage { counts: self.code_counts }.fraction_used();
+            metrics.insert("psnr".to_string(), self.psnr / n);
+            metrics.insert("ssim".to_string(), self.ssim / n);
+            metrics.insert("codebook_usage".to_string(), usage);
+        }
+        metrics
+    }
+}
+
+/// The next batch of a loader that cycles forever.
+pub(crate) fn next_batch(loader: &mut Loader) -> Result<Batch> {
+    match loader.next() {
+        Some(batch) => Ok(batch?),
+        None => Err(TrainError::config("data", "the loader ended; it should cycle forever")),
+    }
+}
+
+/// The batch's clips as a `[B, T, H, W, C]` tensor in `[0, 1]` on `model`'s device.
+fn batch_videos(model: &Tokenizer, batch: &Batch, clips: usize) -> burn::tensor::Tensor<5> {
+    let s = batch.frame_shape;
+    frames_to_unit(
+        &batch.videos[..clips * batch.seq_len * s.frame_bytes()],
+        [clips, batch.seq_len, s.height, s.width, s.channels],
+        &model.vq.codebook.val().device(),
+    )
+}
+
+/// Reconstruction metrics of `model` (pass `model.valid()`: no autodiff, no dropout) over the
+/// next `batches` batches of `loader`.
+pub fn evaluate(model: &Tokenizer, loader: &mut Loader, batches: usize) -> Result<Metrics> {
+    let mut sums = Sums::default();
+    for _ in 0..batches {
+        let batch = next_batch(loader)?;
+        let out = model.forward_eval(batch_videos(model, &batch, batch.batch_size)).map_err(model_err)?;
+        sums.add(&out, &batch, model.num_codes(), true)?;
+    }
+    Ok(sums.into_metrics())
+}
+
+/// Write an animated GIF of the first `clips` clips of `batch` (one after another), ground
+/// truth (`data`) beside `model`'s reconstruction (`recon`). Pass `model.valid()`.
+pub fn write_recon_gif(model: &Tokenizer, batch: &Batch, clips: usize, path: &Path) -> Result<()> {
+    let clips = clips.clamp(1, batch.batch_size);
+    let s = batch.frame_shape;
+    let out = model.forward_eval(batch_videos(model, batch, clips)).map_err(model_err)?;
+    let recon: Vec<u8> = out
+        .recon
+        .try_into_vec_as::<f32>()
+        .expect("float tensor data")
+        .iter()
+        .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+        .collect(); // [clips·t, h, w, c]
+    let truth = &batch.videos[..recon.len()]; // [clips·t, h, w, c]
+    let panels = [Panel { label: "data", frames: truth }, Panel { label: "recon", frames: &recon }];
+    write_panels_gif(path, &panels, s, &GifOptions::default())?;
+    Ok(())
+}
