@@ -266,3 +266,17 @@ mod tests {
         assert_eq!(filtered_rank(&s, 3, &want[0].answers), 1.0 + 1.5);
     }
 }
+
+/// Filtered metrics of held-out questions: each hard answer is ranked under `scorer`'s
+/// scores with the question's other answers filtered out.
+pub fn held_out_metrics(
+    queries: &[HeldOutQuery],
+    mut scorer: impl FnMut(&PathQuery) -> Result<Vec<f32>>,
+) -> Result<crate::eval::RankMetrics> {
+    let mut ranks = Vec::new();
+    for q in queries {
+        let scores = scorer(&q.query)?;
+        ranks.extend(q.hard.iter().map(|&c| crate::eval::filtered_rank(&scores, c, &q.answers)));
+    }
+    Ok(crate::eval::RankMetrics::from_ranks(&ranks))
+}

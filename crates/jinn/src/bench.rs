@@ -2,6 +2,7 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
+pub mod graph;
 
 use clap::Subcommand;
 
@@ -11,11 +12,14 @@ pub enum BenchCommand {
     /// Loader frames/s with 1 and 2 threads (vs. bare decoding), and write throughput (vs.
     /// bare zstd), on zstd ArrayRecord clips of a built-in game.
     Data(data::DataBenchArgs),
+    /// Knowledge-graph link prediction (Nations, UMLS) and 2-hop path questions vs baselines.
+    Graph(graph::GraphBenchArgs),
 }
 
 /// Run a benchmark.
 pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Data(a) => data::run(a),
+        BenchCommand::Graph(a) => graph::run(a),
     }
 }

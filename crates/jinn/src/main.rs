@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod data;
+pub mod graph;
 mod logging;
 mod progress;
 mod train;
@@ -28,6 +29,9 @@ enum Command {
     /// Train models (the VQ-VAE tokenizer).
     #[command(subcommand)]
     Train(train::TrainCommand),
+    /// Knowledge-graph reasoning: train, evaluate and query complex-amplitude link predictors.
+    #[command(subcommand)]
+    Graph(graph::GraphCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +41,6 @@ fn main() -> anyhow::Result<()> {
         Command::Data(cmd) => data::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Train(cmd) => train::run(cmd),
+        Command::Graph(cmd) => graph::run(cmd),
     }
 }
