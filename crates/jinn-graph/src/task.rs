@@ -70,14 +70,14 @@ impl Default for GraphRunConfig {
         GraphRunConfig {
             model: GraphModelConfig::default(),
             train: TrainConfig {
-                steps: 2000,
+                steps: 1000,
                 batch_size: 256,
                 grad_accum: 1,
                 seed: 0,
                 lr: LrSchedule {
                     kind: ScheduleKind::Cos,
                     init_lr: 0.0,
-                    max_lr: 1e-2,
+                    max_lr: 1e-1,
                     decay_end: 0.0,
                     warmup_steps: 50,
                     decay_steps: 0,
