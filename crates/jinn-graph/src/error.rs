@@ -19,7 +19,7 @@ pub enum GraphError {
         reason: String,
     },
     /// An entity or relation name that the vocabulary does not hold.
-    #[error("{context}: unknown {what} `{name}` (the model knows {known} {what}s)")]
+    #[error("{context}: unknown {what} `{name}` ({known} {what} names are known)")]
     UnknownName {
         /// `entity` or `relation`.
         what: &'static str,
