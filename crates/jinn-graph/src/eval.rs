@@ -148,6 +148,26 @@ pub fn evaluate(
     RankMetrics::from_ranks(&rank_triples(model, triples, filter, num_relations, batch))
 }
 
+/// Baseline ranks of both directions of `triples` by how often each entity is the answer of
+/// the query's relation in `train` (reciprocals included), ignoring the query's entity.
+pub fn frequency_ranks(
+    train: &[Triple],
+    triples: &[Triple],
+    filter: &FilterIndex,
+    num_entities: usize,
+    num_relations: usize,
+) -> Vec<f64> {
+    let mut counts = vec![vec![0f32; num_entities]; 2 * num_relations];
+    for t in crate::triples::with_reciprocals(train, num_relations) {
+        counts[t.relation][t.tail] += 1.0;
+    }
+    triples
+        .iter()
+        .flat_map(|t| [(t.head, t.relation, t.tail), (t.tail, t.relation + num_relations, t.head)])
+        .map(|(h, r, t)| filtered_rank(&counts[r], t, filter.answers(h, r)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,24 +197,4 @@ mod tests {
         assert_eq!(f.answers(1, 3), [3]);
         assert!(f.answers(2, 1).is_empty());
     }
-}
-
-/// Baseline ranks of both directions of `triples` by how often each entity is the answer of
-/// the query's relation in `train` (reciprocals included), ignoring the query's entity.
-pub fn frequency_ranks(
-    train: &[Triple],
-    triples: &[Triple],
-    filter: &FilterIndex,
-    num_entities: usize,
-    num_relations: usize,
-) -> Vec<f64> {
-    let mut counts = vec![vec![0f32; num_entities]; 2 * num_relations];
-    for t in crate::triples::with_reciprocals(train, num_relations) {
-        counts[t.relation][t.tail] += 1.0;
-    }
-    triples
-        .iter()
-        .flat_map(|t| [(t.head, t.relation, t.tail), (t.tail, t.relation + num_relations, t.head)])
-        .map(|(h, r, t)| filtered_rank(&counts[r], t, filter.answers(h, r)))
-        .collect()
 }

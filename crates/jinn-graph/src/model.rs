@@ -106,7 +106,7 @@ pub struct ComplexBatch {
 
 impl ComplexBatch {
     /// Elementwise product `self ∘ other` (both `[n, d]`).
-    pub fn mul(self, other: ComplexBatch) -> ComplexBatch {
+    pub fn hadamard(self, other: ComplexBatch) -> ComplexBatch {
         let re = self.re.clone() * other.re.clone() - self.im.clone() * other.im.clone();
         let im = self.re * other.im + self.im * other.re;
         ComplexBatch { re, im }
@@ -183,7 +183,7 @@ impl GraphModel {
 
     /// Apply relations `rel` `[n]` to amplitudes `x` `[n, d]`: `x ∘ r`.
     pub fn apply(&self, x: ComplexBatch, rel: Tensor<1, Int>) -> ComplexBatch {
-        x.mul(self.relations(rel))
+        x.hadamard(self.relations(rel))
     }
 
     /// Query amplitudes `h ∘ r` `[n, d]` for heads and relations `[n]`.
@@ -291,8 +291,8 @@ mod tests {
         assert!(moduli.iter().all(|&x| (x - 1.0).abs() < 1e-6));
         // (h ∘ r1) ∘ r2 equals h ∘ (r1 ∘ r2), and r1 ∘ r2 is the rotation by θ1 + θ2.
         let seq = m.apply(m.apply(m.entities(ids(&[2], &dev)), ids(&[1], &dev)), ids(&[4], &dev));
-        let gate = m.relations(ids(&[1], &dev)).mul(m.relations(ids(&[4], &dev)));
-        let composed = m.entities(ids(&[2], &dev)).mul(gate.clone());
+        let gate = m.relations(ids(&[1], &dev)).hadamard(m.relations(ids(&[4], &dev)));
+        let composed = m.entities(ids(&[2], &dev)).hadamard(gate.clone());
         let theta: Vec<f32> = (m.rel_a.val().select(0, ids(&[1], &dev))
             + m.rel_a.val().select(0, ids(&[4], &dev)))
         .into_data()

@@ -194,6 +194,20 @@ pub fn path_count_scores(graph: &KnowledgeGraph, q: &PathQuery) -> Vec<f32> {
     scores
 }
 
+/// Filtered metrics of held-out questions: each hard answer is ranked under `scorer`'s
+/// scores with the question's other answers filtered out.
+pub fn held_out_metrics(
+    queries: &[HeldOutQuery],
+    mut scorer: impl FnMut(&PathQuery) -> Result<Vec<f32>>,
+) -> Result<crate::eval::RankMetrics> {
+    let mut ranks = Vec::new();
+    for q in queries {
+        let scores = scorer(&q.query)?;
+        ranks.extend(q.hard.iter().map(|&c| crate::eval::filtered_rank(&scores, c, &q.answers)));
+    }
+    Ok(crate::eval::RankMetrics::from_ranks(&ranks))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,9 +232,9 @@ mod tests {
         // Beam over all 5 entities: max_b p(b|1,r2)·p(c|b,r0), by brute force.
         let p1 = hop_probabilities(&m, &[1], 2);
         let got = beam_scores(&m, &q, 5).unwrap();
-        for c in 0..5 {
+        for (c, &g) in got.iter().enumerate() {
             let want = (0..5).map(|b| p1[b] * hop_probabilities(&m, &[b], 0)[c]).fold(0f32, f32::max);
-            assert!((got[c] - want).abs() < 1e-7, "{c}: {} vs {want}", got[c]);
+            assert!((g - want).abs() < 1e-7, "{c}: {g} vs {want}");
         }
         // Beam 1 follows only the best first hop.
         let best = (0..5).max_by(|&a, &b| p1[a].total_cmp(&p1[b])).unwrap();
@@ -265,18 +279,4 @@ mod tests {
         assert_eq!(s, vec![0.0, 0.0, 1.0, 0.0, 0.0]);
         assert_eq!(filtered_rank(&s, 3, &want[0].answers), 1.0 + 1.5);
     }
-}
-
-/// Filtered metrics of held-out questions: each hard answer is ranked under `scorer`'s
-/// scores with the question's other answers filtered out.
-pub fn held_out_metrics(
-    queries: &[HeldOutQuery],
-    mut scorer: impl FnMut(&PathQuery) -> Result<Vec<f32>>,
-) -> Result<crate::eval::RankMetrics> {
-    let mut ranks = Vec::new();
-    for q in queries {
-        let scores = scorer(&q.query)?;
-        ranks.extend(q.hard.iter().map(|&c| crate::eval::filtered_rank(&scores, c, &q.answers)));
-    }
-    Ok(crate::eval::RankMetrics::from_ranks(&ranks))
 }

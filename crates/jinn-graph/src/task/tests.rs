@@ -24,8 +24,8 @@ fn toy_graph() -> Arc<KnowledgeGraph> {
 }
 
 fn toy_config(kind: RelationKind, steps: u64) -> GraphRunConfig {
-    let mut cfg = GraphRunConfig::default();
-    cfg.model = GraphModelConfig { kind, dim: 8, init_scale: 0.1 };
+    let mut cfg =
+        GraphRunConfig { model: GraphModelConfig { kind, dim: 8, init_scale: 0.1 }, ..Default::default() };
     cfg.objective.n3_weight = 1e-3;
     let tr = &mut cfg.train;
     (tr.steps, tr.batch_size, tr.grad_accum) = (steps, 6, 2);

@@ -71,10 +71,10 @@ pub fn run(a: GraphBenchArgs) -> anyhow::Result<()> {
             );
             row(
                 "composed gates h∘r1∘r2",
-                &held_out_metrics(&queries, |q| Ok(compose_scores(&trained.model, q)?))?,
+                &held_out_metrics(&queries, |q| compose_scores(&trained.model, q))?,
             );
             let beam_name = format!("beam search (k={}, product t-norm)", a.beam);
-            row(&beam_name, &held_out_metrics(&queries, |q| Ok(beam_scores(&trained.model, q, a.beam)?))?);
+            row(&beam_name, &held_out_metrics(&queries, |q| beam_scores(&trained.model, q, a.beam))?);
             row(
                 "baseline: path count in train∪valid",
                 &held_out_metrics(&queries, |q| Ok(path_count_scores(&graph, q)))?,
