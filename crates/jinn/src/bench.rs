@@ -4,6 +4,7 @@
 mod data;
 mod train;
 mod text;
+pub mod graph;
 
 use clap::Subcommand;
 
@@ -20,6 +21,8 @@ pub enum BenchCommand {
     /// MB/s, tokens per word, morph-boundary F1 against hunspell; same corpus and vocab.
     #[command(alias = "text")]
     Tokenizer(text::TokenizerBenchArgs),
+    /// Knowledge-graph link prediction (Nations, UMLS) and 2-hop path questions vs baselines.
+    Graph(graph::GraphBenchArgs),
 }
 
 /// Run a benchmark.
@@ -28,5 +31,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Data(a) => data::run(a),
         BenchCommand::Train(a) => train::run(a),
         BenchCommand::Tokenizer(a) => text::run(a),
+        BenchCommand::Graph(a) => graph::run(a),
     }
 }

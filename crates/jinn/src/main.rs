@@ -5,6 +5,7 @@ mod bench;
 mod data;
 mod device;
 mod eval;
+mod graph;
 mod logging;
 mod plot;
 mod progress;
@@ -40,6 +41,9 @@ enum Command {
     Eval(eval::EvalCommand),
     /// Render a run's loss and metric curves (metrics.jsonl) to a PNG.
     Plot(plot::PlotArgs),
+    /// Knowledge-graph reasoning: train, evaluate and query complex-amplitude link predictors.
+    #[command(subcommand)]
+    Graph(graph::GraphCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -52,5 +56,6 @@ fn main() -> anyhow::Result<()> {
         Command::Text(cmd) => text::run(cmd),
         Command::Eval(cmd) => eval::run(cmd),
         Command::Plot(a) => plot::run(a),
+        Command::Graph(cmd) => graph::run(cmd),
     }
 }
