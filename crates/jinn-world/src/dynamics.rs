@@ -108,8 +108,9 @@ impl DynamicsConfig {
         let (v, m) = (num_codes, self.model_dim);
         let causal = self.kind == DynamicsKind::Causal;
         let std = 1.0 / (m as f64).sqrt();
-        let token_embed =
-            lazy_param([v, m], device, move |dev| Tensor::random([v, m], Distribution::Normal(0.0, std), dev));
+        let token_embed = lazy_param([v, m], device, move |dev| {
+            Tensor::random([v, m], Distribution::Normal(0.0, std), dev)
+        });
         let bound = 3f64.sqrt();
         let mask_token = (!causal).then(|| {
             lazy_param([m], device, move |dev| Tensor::random([m], Distribution::Uniform(-bound, bound), dev))
@@ -227,10 +228,9 @@ impl Dynamics {
             });
         }
         match (mask, self.causal) {
-            (Some(_), true) => Err(NnError::InvalidConfig {
-                field: "mask",
-                reason: "causal dynamics take no mask".into(),
-            }),
+            (Some(_), true) => {
+                Err(NnError::InvalidConfig { field: "mask", reason: "causal dynamics take no mask".into() })
+            }
             (Some(mk), false) if mk.dims() != [b, t, n] => Err(NnError::Shape {
                 what: "mask [B, T, N]",
                 expected: format!("[{b}, {t}, {n}]"),
@@ -307,7 +307,14 @@ impl TokenMetrics {
             m.count += 1;
         }
         let c = m.count.max(1) as f64;
-        TokenMetrics { top1: m.top1 / c, top2: m.top2 / c, top5: m.top5 / c, entropy: m.entropy / c, select_p: m.select_p / c, count: m.count }
+        TokenMetrics {
+            top1: m.top1 / c,
+            top2: m.top2 / c,
+            top5: m.top5 / c,
+            entropy: m.entropy / c,
+            select_p: m.select_p / c,
+            count: m.count,
+        }
     }
 }
 

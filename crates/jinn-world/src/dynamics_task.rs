@@ -182,7 +182,10 @@ impl Sums {
             ("masked_token_top5_accuracy".to_string(), self.top5 / n),
             ("entropy".to_string(), self.entropy / n),
             ("select_p".to_string(), self.select_p / n),
-            ("codebook_usage_tokenizer".to_string(), CodeUsage { counts: self.tokenizer_counts }.fraction_used()),
+            (
+                "codebook_usage_tokenizer".to_string(),
+                CodeUsage { counts: self.tokenizer_counts }.fraction_used(),
+            ),
         ]);
         if !self.lam_counts.is_empty() {
             m.insert("codebook_usage_lam".into(), CodeUsage { counts: self.lam_counts }.fraction_used());
@@ -229,7 +232,8 @@ impl TrainTask for DynamicsTask {
         let mut sums = Sums::default();
         for i in 0..batches {
             let batch = next_batch(&mut loader)?;
-            let out = self.forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-mask", i as u64))?;
+            let out =
+                self.forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-mask", i as u64))?;
             self.host_metrics(&out, &mut sums)?;
             let recon: Vec<f32> =
                 model.decode_argmax(out.logits).map_err(model_err)?.try_into_vec_as::<f32>().expect("float");
@@ -265,7 +269,12 @@ impl TrainTask for DynamicsTask {
             Panel { label: "tokens", frames: &recon },
             Panel { label: "predicted", frames: &pred },
         ];
-        write_panels_gif(&dir.join(format!("dynamics_step_{step:06}.gif")), &panels, s, &GifOptions::default())?;
+        write_panels_gif(
+            &dir.join(format!("dynamics_step_{step:06}.gif")),
+            &panels,
+            s,
+            &GifOptions::default(),
+        )?;
         Ok(())
     }
 
@@ -278,7 +287,10 @@ impl TrainTask for DynamicsTask {
         self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
         self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
         let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
-            TrainError::checkpoint(&checkpoint.dir, "state.json has no loader position; cannot resume exactly")
+            TrainError::checkpoint(
+                &checkpoint.dir,
+                "state.json has no loader position; cannot resume exactly",
+            )
         })?;
         self.loader = Loader::resume(
             self.train_data.clone(),

@@ -86,7 +86,12 @@ impl GenieConfig {
                     });
                 }
                 let std = 1.0 / (la as f64).sqrt();
-                (None, Some(lazy_param([k, la], device, move |d| Tensor::random([k, la], Distribution::Normal(0.0, std), d))))
+                (
+                    None,
+                    Some(lazy_param([k, la], device, move |d| {
+                        Tensor::random([k, la], Distribution::Normal(0.0, std), d)
+                    })),
+                )
             }
         };
         Ok(Genie {
@@ -182,7 +187,11 @@ impl Genie {
         }
         let host: Vec<i64> = actions.clone().try_into_vec_as::<i64>().expect("integer tensor data");
         if let Some(bad) = host.iter().find(|&&a| a < 0 || a as usize >= k) {
-            return Err(NnError::Shape { what: "action id", expected: format!("in 0..{k}"), got: bad.to_string() });
+            return Err(NnError::Shape {
+                what: "action id",
+                expected: format!("in 0..{k}"),
+                got: bad.to_string(),
+            });
         }
         let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
         Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
@@ -250,7 +259,10 @@ pub fn component_checkpoint<C: DeserializeOwned>(run_dir: &Path, kind: &str) -> 
     ckpt.state.ensure_compatible(&ckpt.dir, kind, None)?;
     let model = ckpt.state.config.get("model").cloned().unwrap_or(serde_json::Value::Null);
     let cfg: C = serde_json::from_value(model).map_err(|e| {
-        TrainError::checkpoint(ckpt.dir.join(jinn_train::checkpoint::STATE_FILE), format!("its `model` config is not a {kind} config: {e}"))
+        TrainError::checkpoint(
+            ckpt.dir.join(jinn_train::checkpoint::STATE_FILE),
+            format!("its `model` config is not a {kind} config: {e}"),
+        )
     })?;
     Ok((ckpt, cfg))
 }
@@ -318,4 +330,4 @@ pub fn load_genie(run_dir: &Path, device: &Device) -> Result<(Genie, GenieConfig
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -88,7 +88,13 @@ impl LamConfig {
         PatchGrid::new(self.patch, self.height, self.width, self.channels)
     }
 
-    fn axial(&self, d_in: usize, d_out: usize, blocks: usize, device: &Device) -> Result<AxialTransformer, NnError> {
+    fn axial(
+        &self,
+        d_in: usize,
+        d_out: usize,
+        blocks: usize,
+        device: &Device,
+    ) -> Result<AxialTransformer, NnError> {
         AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
             .with_spatial_causal(false)
             .with_temporal_causal(true)
@@ -268,7 +274,11 @@ impl Lam {
 
     /// Training forward with codebook dropout from `rng`: prediction of frames `1..T−1` and
     /// the spec §3.3 loss.
-    pub fn forward_train(&self, videos: Tensor<5>, rng: &mut dyn rand::RngCore) -> Result<LamOutput, NnError> {
+    pub fn forward_train(
+        &self,
+        videos: Tensor<5>,
+        rng: &mut dyn rand::RngCore,
+    ) -> Result<LamOutput, NnError> {
         self.forward_with(videos, Some(rng))
     }
 
@@ -277,7 +287,11 @@ impl Lam {
         self.forward_with(videos, None)
     }
 
-    fn forward_with(&self, videos: Tensor<5>, rng: Option<&mut dyn rand::RngCore>) -> Result<LamOutput, NnError> {
+    fn forward_with(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+    ) -> Result<LamOutput, NnError> {
         let decoder = self.decoder.as_ref().ok_or_else(|| NnError::InvalidConfig {
             field: "decoder",
             reason: "this LAM was built without its decoder (encoder side only)".into(),
@@ -301,4 +315,4 @@ impl Lam {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -19,14 +19,14 @@ use crate::task_common::{loader_config, next_batch, open_splits, to_u8, val_load
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
-use jinn_nn::{CodeUsage, DeadCodeTracker, NnError};
+use jinn_nn::{CodeReset, CodeUsage, DeadCodeTracker, NnError, VectorQuantizer};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
@@ -124,7 +124,8 @@ impl LamTask {
         sums.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
         sums.psnr += mean_psnr(&recon, &gt, s)?;
         sums.ssim += mean_ssim(&recon, &gt, s)?;
-        let usage = CodeUsage::from_indices(out.indices.clone(), self.model.num_codes()).map_err(model_err)?;
+        let usage =
+            CodeUsage::from_indices(out.indices.clone(), self.model.num_codes()).map_err(model_err)?;
         if sums.code_counts.is_empty() {
             sums.code_counts = usage.counts.clone();
         } else {
@@ -193,8 +194,7 @@ impl TrainTask for LamTask {
         let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
         let resets = self.tracker.step(&step_usage, &mut rng).map_err(model_err)?;
         if !resets.is_empty() {
-            let vq = self.model.vq.clone().reset_codes(&resets).map_err(model_err)?;
-            self.model.vq = vq;
+            self.model.vq = reset_codes(self.model.vq.clone(), &resets);
         }
         metrics.insert("codes_reset".into(), resets.len() as f64);
         Ok(metrics)
@@ -247,7 +247,10 @@ impl TrainTask for LamTask {
         self.model = checkpoint.load_model(self.model.clone())?;
         self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
         let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
-            TrainError::checkpoint(&checkpoint.dir, "state.json has no loader position; cannot resume exactly")
+            TrainError::checkpoint(
+                &checkpoint.dir,
+                "state.json has no loader position; cannot resume exactly",
+            )
         })?;
         self.loader = Loader::resume(
             self.train_data.clone(),
@@ -273,6 +276,28 @@ impl TrainTask for LamTask {
         self.tracker.last_active = last_active;
         Ok(())
     }
+}
+
+/// Copy codebook row `source` over row `dead` for every reset, keeping the parameter id (the
+/// optimiser state is untouched, as in Jasmine). Done on the host: `VectorQuantizer::reset_codes`
+/// (jinn-nn) builds a non-leaf tensor that Burn's autodiff refuses to track.
+fn reset_codes(vq: VectorQuantizer, resets: &[CodeReset]) -> VectorQuantizer {
+    let codebook = vq.codebook.map(|c| {
+        let [k, l] = c.dims();
+        let (device, requires) = (c.device(), c.is_require_grad());
+        let old: Vec<f32> = c.try_into_vec_as::<f32>().expect("float tensor data"); // [k, l]
+        let mut new = old.clone();
+        for r in resets {
+            new[r.dead * l..(r.dead + 1) * l].copy_from_slice(&old[r.source * l..(r.source + 1) * l]);
+        }
+        let t = Tensor::<2>::from_data(TensorData::new(new, [k, l]), &device); // [k, l]
+        if requires {
+            t.require_grad()
+        } else {
+            t
+        }
+    });
+    VectorQuantizer { codebook, ..vq }
 }
 
 #[cfg(test)]

@@ -111,7 +111,10 @@ pub(crate) fn actions(batch: &Batch, device: &Device) -> Result<Option<Tensor<2,
     if batch.action_dims != 1 {
         return Err(TrainError::config(
             "--actions",
-            format!("ground-truth actions need one discrete action per frame; the data has {}", batch.action_dims),
+            format!(
+                "ground-truth actions need one discrete action per frame; the data has {}",
+                batch.action_dims
+            ),
         ));
     }
     let data = TensorData::new(actions.clone(), [batch.batch_size, batch.seq_len]);

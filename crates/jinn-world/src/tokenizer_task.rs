@@ -342,4 +342,4 @@ impl TrainTask for TokenizerTask {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
