@@ -1,10 +1,25 @@
-//! jinn's Genie-style world model on Burn 0.22: the VQ-VAE video tokenizer
-//! ([`tokenizer`]) and its training task ([`tokenizer_task`]).
+//! jinn's Genie-style world model on Burn 0.22: the VQ-VAE video tokenizer ([`tokenizer`]),
+//! the latent action model ([`lam`]), MaskGIT and causal dynamics ([`dynamics`]), their
+//! assembly into a world model ([`genie`]) and their training tasks.
 #![warn(missing_docs)]
 
+pub mod dynamics;
+pub mod dynamics_task;
+pub mod genie;
+pub mod lam;
+pub mod lam_task;
+mod task_common;
 pub mod tokenizer;
 pub mod tokenizer_eval;
 pub mod tokenizer_task;
 
+pub use dynamics::{Dynamics, DynamicsConfig, DynamicsKind, TokenMetrics};
+pub use dynamics_task::{DynamicsRunConfig, DynamicsTask, GenieRunConfig};
+pub use genie::{
+    assemble_genie, load_genie, load_lam, load_tokenizer, ActionConfig, ActionSource, Genie, GenieConfig,
+    GenieOutput, DYNAMICS_KIND, LAM_KIND,
+};
+pub use lam::{Lam, LamConfig, LamOutput};
+pub use lam_task::{LamRunConfig, LamTask};
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
 pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};

@@ -250,4 +250,4 @@ impl TrainTask for TokenizerTask {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

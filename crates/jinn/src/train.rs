@@ -1,6 +1,9 @@
 //! `jinn train …`: train a model with the shared training loop.
 
 mod progress;
+mod dynamics;
+mod lam;
+mod report;
 mod tokenizer;
 
 use clap::Subcommand;
@@ -10,11 +13,17 @@ use clap::Subcommand;
 pub enum TrainCommand {
     /// Train the VQ-VAE video tokenizer on a dataset's train/ split (val/ for validation).
     Tokenizer(tokenizer::TokenizerArgs),
+    /// Train the latent action model on a dataset's train/ split (val/ for validation).
+    Lam(lam::LamArgs),
+    /// Train MaskGIT or causal dynamics on a trained tokenizer (and LAM, or recorded actions).
+    Dynamics(dynamics::DynamicsArgs),
 }
 
 /// Run a training subcommand.
 pub fn run(cmd: TrainCommand) -> anyhow::Result<()> {
     match cmd {
         TrainCommand::Tokenizer(a) => tokenizer::run(a),
+        TrainCommand::Lam(a) => lam::run(a),
+        TrainCommand::Dynamics(a) => dynamics::run(a),
     }
 }

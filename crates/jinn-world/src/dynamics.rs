@@ -1,0 +1,322 @@
+//! Dynamics models over tokenizer codes (jasmine spec §2.4, §2.5): MaskGIT ([`maskgit`]) and
+//! causal ([`causal`]) share this module's [`Dynamics`] network.
+//!
+//! Input building (both kinds): token embedding `[B, T, N, M]` (MaskGIT: masked positions
+//! replaced by a learned mask token); the latent action of the transition *into* frame `t`,
+//! projected `La → M`, is prepended as an extra spatial slot (a zero vector for frame 0)
+//! → `[B, T, N+1, M]` → axial transformer → logits over the tokenizer codebook.
+//!
+//! [`Dynamics::logits`] is the entry point for samplers: token ids, actions and (MaskGIT) a
+//! mask in, logits `[B, T, N, V]` out.
+
+pub mod causal;
+pub mod maskgit;
+
+use burn::module::{Module, Param};
+use burn::nn::Linear;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
+use jinn_nn::init::{lazy_param, linear};
+use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
+use serde::{Deserialize, Serialize};
+
+/// Which dynamics model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DynamicsKind {
+    /// Masked token prediction, spatial full / temporal causal attention ([`maskgit`]).
+    #[default]
+    MaskGit,
+    /// Next token within the frame, spatial and temporal causal attention ([`causal`]).
+    Causal,
+}
+
+impl std::str::FromStr for DynamicsKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "maskgit" => Ok(DynamicsKind::MaskGit),
+            "causal" => Ok(DynamicsKind::Causal),
+            other => Err(format!("unknown dynamics kind `{other}`; expected `maskgit` or `causal`")),
+        }
+    }
+}
+
+/// Architecture and loss settings of a [`Dynamics`] model (the `model` section of a dynamics
+/// run config). Defaults are Jasmine's: width 512, FFN 2048, 8 heads, 6 blocks, mask ratio
+/// `U[0.5, 1)`, no z-loss. The codebook size and action width come from the tokenizer and
+/// the action source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DynamicsConfig {
+    /// MaskGIT or causal.
+    pub kind: DynamicsKind,
+    /// Transformer width `M`.
+    pub model_dim: usize,
+    /// FFN hidden width `D`.
+    pub ffn_dim: usize,
+    /// Attention heads (must divide `model_dim`).
+    pub num_heads: usize,
+    /// Axial blocks.
+    pub num_blocks: usize,
+    /// MaskGIT: the per-sample mask ratio is drawn from `U[mask_limit, 1)`.
+    pub mask_limit: f64,
+    /// Weight of the z-loss `mean(logsumexp(logits)²)` over the loss positions (0 = off).
+    pub z_loss_weight: f64,
+    /// Width of ground-truth action embeddings (`--actions gt`); with a LAM the LAM's latent
+    /// width is used.
+    pub action_dim: usize,
+}
+
+impl Default for DynamicsConfig {
+    fn default() -> Self {
+        DynamicsConfig {
+            kind: DynamicsKind::MaskGit,
+            model_dim: 512,
+            ffn_dim: 2048,
+            num_heads: 8,
+            num_blocks: 6,
+            mask_limit: 0.5,
+            z_loss_weight: 0.0,
+            action_dim: 32,
+        }
+    }
+}
+
+impl DynamicsConfig {
+    /// Build the network for a codebook of `num_codes` tokens and actions of width
+    /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), spec §1.7).
+    pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
+        if !(0.0..1.0).contains(&self.mask_limit) {
+            return Err(NnError::InvalidConfig {
+                field: "mask_limit",
+                reason: format!("must be in [0, 1), got {}", self.mask_limit),
+            });
+        }
+        if !(self.z_loss_weight.is_finite() && self.z_loss_weight >= 0.0) {
+            return Err(NnError::InvalidConfig {
+                field: "z_loss_weight",
+                reason: format!("must be ≥ 0, got {}", self.z_loss_weight),
+            });
+        }
+        if num_codes == 0 || action_dim == 0 {
+            return Err(NnError::InvalidConfig {
+                field: "num_codes/action_dim",
+                reason: "must be positive".into(),
+            });
+        }
+        let (v, m) = (num_codes, self.model_dim);
+        let causal = self.kind == DynamicsKind::Causal;
+        let std = 1.0 / (m as f64).sqrt();
+        let token_embed = lazy_param([v, m], device, move |dev| {
+            Tensor::random([v, m], Distribution::Normal(0.0, std), dev)
+        });
+        let bound = 3f64.sqrt();
+        let mask_token = (!causal).then(|| {
+            lazy_param([m], device, move |dev| Tensor::random([m], Distribution::Uniform(-bound, bound), dev))
+        });
+        let transformer = AxialTransformerConfig::new(m, m, self.ffn_dim, v, self.num_blocks, self.num_heads)
+            .with_spatial_causal(causal)
+            .with_temporal_causal(true)
+            .init(device)?;
+        Ok(Dynamics {
+            token_embed,
+            mask_token,
+            action_up: linear(action_dim, m, device),
+            transformer,
+            causal,
+            mask_limit: self.mask_limit,
+            z_loss_weight: self.z_loss_weight,
+        })
+    }
+}
+
+/// The dynamics network (see the module docs).
+#[derive(Module, Debug)]
+pub struct Dynamics {
+    /// Token embedding `[V, M]`.
+    pub token_embed: Param<Tensor<2>>,
+    /// Learned mask token `[M]` (MaskGIT only).
+    pub mask_token: Option<Param<Tensor<1>>>,
+    /// Action projection `La → M`.
+    pub action_up: Linear,
+    /// Axial transformer `M → V`.
+    pub transformer: AxialTransformer,
+    /// Causal dynamics (spatial causal attention, next-token targets) instead of MaskGIT.
+    pub causal: bool,
+    /// MaskGIT mask ratio lower bound.
+    pub mask_limit: f64,
+    /// z-loss weight.
+    pub z_loss_weight: f64,
+}
+
+impl Dynamics {
+    /// Codebook size `V`.
+    pub fn num_codes(&self) -> usize {
+        self.token_embed.shape().dims::<2>()[0]
+    }
+
+    /// Action width `La`.
+    pub fn action_dim(&self) -> usize {
+        self.action_up.weight.shape().dims::<2>()[0]
+    }
+
+    /// Which kind of dynamics this is.
+    pub fn kind(&self) -> DynamicsKind {
+        if self.causal {
+            DynamicsKind::Causal
+        } else {
+            DynamicsKind::MaskGit
+        }
+    }
+
+    /// Logits `[B, T, N, V]` for `tokens` `[B, T, N]` and the latent actions `[B, T−1, La]`
+    /// of the transitions into frames `1..T−1`.
+    ///
+    /// MaskGIT: `mask` `[B, T, N]` (true = masked, replaced by the mask token; `None` = nothing
+    /// masked); the logits at `(t, n)` predict token `(t, n)`. Causal: `mask` must be `None`;
+    /// the logits at `(t, n)` predict token `(t, n)` from tokens `0..n−1` (see [`causal`]).
+    pub fn logits(
+        &self,
+        tokens: Tensor<3, Int>,
+        actions: Tensor<3>,
+        mask: Option<Tensor<3, Bool>>,
+    ) -> Result<Tensor<4>, NnError> {
+        let [b, t, n] = tokens.dims();
+        self.check_inputs([b, t, n], &actions, mask.as_ref())?;
+        let m = self.token_embed.shape().dims::<2>()[1];
+        let emb = self.token_embed.val().select(0, tokens.reshape([b * t * n])).reshape([b, t, n, m]); // [b, t, n, m]
+        let emb = match (&self.mask_token, mask) {
+            (Some(token), Some(mask)) => {
+                let token = token.val().reshape([1, 1, 1, m]).repeat(&[b, t, n, 1]); // [b, t, n, m]
+                emb.mask_where(mask.unsqueeze_dim::<4>(3).repeat_dim(3, m), token)
+            }
+            _ => emb,
+        };
+        let slot = self.action_slot(actions, [b, t, m]); // [b, t, 1, m]
+        let x = Tensor::cat(vec![slot, emb], 2); // [b, t, n+1, m]
+        let out = self.transformer.forward(x); // [b, t, n+1, v]
+        let v = out.dims()[3];
+        // MaskGIT reads slots 1..=N (the tokens); causal reads slots 0..N (slot n sees ≤ n).
+        let first = if self.causal { 0 } else { 1 };
+        Ok(out.slice([0..b, 0..t, first..first + n, 0..v])) // [b, t, n, v]
+    }
+
+    /// The action slot `[B, T, 1, M]`: zero for frame 0, `action_up(a_t)` for frame `t ≥ 1`.
+    fn action_slot(&self, actions: Tensor<3>, [b, t, m]: [usize; 3]) -> Tensor<4> {
+        let zero = Tensor::<4>::zeros([b, 1, 1, m], &actions.device()); // [b, 1, 1, m]
+        if t == 1 {
+            return zero;
+        }
+        let la = actions.dims()[2];
+        let up = self.action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, m]
+        Tensor::cat(vec![zero, up], 1) // [b, t, 1, m]
+    }
+
+    fn check_inputs(
+        &self,
+        [b, t, n]: [usize; 3],
+        actions: &Tensor<3>,
+        mask: Option<&Tensor<3, Bool>>,
+    ) -> Result<(), NnError> {
+        let want = [b, t.saturating_sub(1), self.action_dim()];
+        if t == 0 || n == 0 || (t > 1 && actions.dims() != want) {
+            return Err(NnError::Shape {
+                what: "latent actions [B, T−1, La]",
+                expected: format!("{want:?} for tokens [{b}, {t}, {n}]"),
+                got: format!("{:?}", actions.dims()),
+            });
+        }
+        match (mask, self.causal) {
+            (Some(_), true) => {
+                Err(NnError::InvalidConfig { field: "mask", reason: "causal dynamics take no mask".into() })
+            }
+            (Some(mk), false) if mk.dims() != [b, t, n] => Err(NnError::Shape {
+                what: "mask [B, T, N]",
+                expected: format!("[{b}, {t}, {n}]"),
+                got: format!("{:?}", mk.dims()),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Cross-entropy and z-loss averaged over the positions where `weight` `[B, T, N]` is 1:
+/// `Σ w·CE / Σ w` and `Σ w·logsumexp² / Σ w` (spec §3.4; 0 when no position counts).
+pub fn weighted_token_losses(
+    logits: Tensor<4>,
+    targets: Tensor<3, Int>,
+    weight: Tensor<3>,
+) -> (Tensor<1>, Tensor<1>) {
+    let [b, t, n, _] = logits.dims();
+    let logp = log_softmax(logits.clone(), 3); // [b, t, n, v]
+    let nll = -logp.gather(3, targets.reshape([b, t, n, 1])).reshape([b, t, n]); // [b, t, n]
+    let max = logits.clone().detach().max_dim(3); // [b, t, n, 1]
+    let lse = (logits - max.clone()).exp().sum_dim(3).log() + max; // [b, t, n, 1]
+    let lse = lse.reshape([b, t, n]); // [b, t, n]
+    let count = weight.clone().sum().clamp_min(1.0); // [1]
+    let ce = (nll * weight.clone()).sum() / count.clone();
+    let z = (lse.powi_scalar(2) * weight).sum() / count;
+    (ce, z)
+}
+
+/// Host-side metrics of token predictions over the positions where `weight` is true:
+/// top-1/2/5 accuracy, mean predictive entropy (nats), mean max probability.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TokenMetrics {
+    /// Fraction of counted positions whose target is the most likely token.
+    pub top1: f64,
+    /// … among the 2 most likely.
+    pub top2: f64,
+    /// … among the 5 most likely.
+    pub top5: f64,
+    /// Mean entropy of the predictive distribution.
+    pub entropy: f64,
+    /// Mean probability of the most likely token.
+    pub select_p: f64,
+    /// Positions counted.
+    pub count: usize,
+}
+
+impl TokenMetrics {
+    /// Metrics of `logits` `[D, V]` (row-major) against `targets` `[D]` where `weight[d]`.
+    pub fn compute(logits: &[f32], targets: &[i64], weight: &[bool], v: usize) -> TokenMetrics {
+        let mut m = TokenMetrics::default();
+        for ((row, &target), _) in logits.chunks(v).zip(targets).zip(weight).filter(|(_, &w)| w) {
+            let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+            let z: f64 = row.iter().map(|&x| (x as f64 - max).exp()).sum();
+            let entropy: f64 = row
+                .iter()
+                .map(|&x| {
+                    let p = (x as f64 - max).exp() / z;
+                    if p > 0.0 {
+                        -p * p.ln()
+                    } else {
+                        0.0
+                    }
+                })
+                .sum();
+            let tv = row[target as usize];
+            // Rank = how many tokens score strictly higher than the target (ties favour it).
+            let rank = row.iter().filter(|&&x| x > tv).count();
+            m.top1 += (rank < 1) as u8 as f64;
+            m.top2 += (rank < 2) as u8 as f64;
+            m.top5 += (rank < 5) as u8 as f64;
+            m.entropy += entropy;
+            m.select_p += 1.0 / z;
+            m.count += 1;
+        }
+        let c = m.count.max(1) as f64;
+        TokenMetrics {
+            top1: m.top1 / c,
+            top2: m.top2 / c,
+            top5: m.top5 / c,
+            entropy: m.entropy / c,
+            select_p: m.select_p / c,
+            count: m.count,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,27 @@
+//! MaskGIT training masks (jasmine spec §2.4 step 2).
+//!
+//! Per sample a ratio `p ~ U[mask_limit, 1)`; every token of frames `1..T−1` is masked
+//! independently with probability `p`; frame 0 is never masked. Masks are drawn on the host
+//! from a caller-supplied generator (derived from `(seed, step, purpose)`), so training is
+//! reproducible and a resumed run draws the same masks.
+
+use burn::tensor::{Bool, Device, Tensor, TensorData};
+use rand::Rng;
+
+/// A MaskGIT mask `[B, T, N]` (row-major, true = masked) drawn from `rng`.
+pub fn draw_mask(dims: [usize; 3], mask_limit: f64, rng: &mut dyn rand::RngCore) -> Vec<bool> {
+    let [b, t, n] = dims;
+    let mut mask = vec![false; b * t * n]; // [b, t, n]
+    for sample in mask.chunks_mut(t * n) {
+        let p: f64 = rng.random_range(mask_limit..1.0);
+        for slot in sample.iter_mut().skip(n) {
+            *slot = rng.random_bool(p);
+        }
+    }
+    mask
+}
+
+/// A host mask `[B, T, N]` as a Bool tensor.
+pub fn mask_tensor(mask: &[bool], dims: [usize; 3], device: &Device) -> Tensor<3, Bool> {
+    Tensor::from_data(TensorData::new(mask.to_vec(), dims), device)
+}

@@ -1,0 +1,238 @@
+use super::*;
+use burn::optim::GradientsParams;
+use burn::tensor::TensorData;
+use jinn_train::optim::OptimConfig;
+use rand::Rng;
+
+fn tiny(kind: DynamicsKind) -> DynamicsConfig {
+    DynamicsConfig {
+        kind,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        num_blocks: 2,
+        mask_limit: 0.5,
+        z_loss_weight: 0.0,
+        action_dim: 4,
+    }
+}
+
+/// Axial transformer `I → M → O` parameters (spec §1.4), written out per layer.
+fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize {
+    let block = 3 * 2 * m + 2 * 4 * (m * m + m) + (m * d + d) + (d * m + m);
+    2 * i + (i * m + m) + 2 * m + blocks * block + (m * o + o)
+}
+
+/// Jasmine's dynamics (spec §2.4/§2.5): embedding `V×M`, mask token `M` (MaskGIT only),
+/// action projection `La → M`, transformer `M → V`.
+fn jasmine_dynamics_params(c: &DynamicsConfig, v: usize, la: usize) -> usize {
+    let m = c.model_dim;
+    let mask = if c.kind == DynamicsKind::MaskGit { m } else { 0 };
+    v * m + mask + (la * m + m) + axial_params(m, m, c.ffn_dim, v, c.num_blocks)
+}
+
+#[test]
+fn parameter_counts_match_jasmine() {
+    let device = Device::flex();
+    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+        for (cfg, v, la) in [(tiny(kind), 32, 4), (DynamicsConfig { kind, ..Default::default() }, 1024, 32)] {
+            let model = cfg.init(v, la, &device).unwrap();
+            assert_eq!(model.num_params(), jasmine_dynamics_params(&cfg, v, la), "{cfg:?}");
+        }
+    }
+    // The spec's figures, verified on Jasmine itself (§1.8).
+    let d = |kind| jasmine_dynamics_params(&DynamicsConfig { kind, ..Default::default() }, 1024, 32);
+    assert_eq!(d(DynamicsKind::MaskGit), 26_555_904);
+    assert_eq!(d(DynamicsKind::Causal), 26_555_392);
+}
+
+fn tokens(v: &[i64], dims: [usize; 3], device: &Device) -> Tensor<3, Int> {
+    Tensor::from_data(TensorData::new(v.to_vec(), dims), device)
+}
+
+fn random_tokens(dims: [usize; 3], k: usize, seed: u64) -> Vec<i64> {
+    let mut rng = jinn_data::rng::rng_for(seed, "test-tokens", 0);
+    (0..dims.iter().product::<usize>()).map(|_| rng.random_range(0..k as i64)).collect()
+}
+
+fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.try_into_vec_as::<f32>().unwrap()
+}
+
+#[test]
+fn first_frame_is_never_masked_and_ratio_is_at_least_the_limit() {
+    let (b, t, n) = (64, 3, 16);
+    let mut rng = jinn_data::rng::rng_for(1, "test", 0);
+    let mask = maskgit::draw_mask([b, t, n], 0.5, &mut rng);
+    for sample in mask.chunks(t * n) {
+        assert!(sample[..n].iter().all(|&m| !m), "frame 0 masked");
+    }
+    let rest: Vec<bool> = mask.chunks(t * n).flat_map(|s| s[n..].to_vec()).collect();
+    let rate = rest.iter().filter(|&&m| m).count() as f64 / rest.len() as f64;
+    // E[p] = 0.75 for p ~ U[0.5, 1); 2048 draws.
+    assert!((0.65..0.85).contains(&rate), "mask rate {rate}");
+    let mut again = jinn_data::rng::rng_for(1, "test", 0);
+    assert_eq!(maskgit::draw_mask([b, t, n], 0.5, &mut again), mask, "same generator, same mask");
+}
+
+/// Naive f64 cross-entropy and z-loss over the weighted positions.
+fn naive_losses(logits: &[f32], targets: &[i64], weight: &[bool], v: usize) -> (f64, f64) {
+    let (mut ce, mut z, mut count) = (0.0, 0.0, 0.0);
+    for ((row, &tg), &w) in logits.chunks(v).zip(targets).zip(weight) {
+        if !w {
+            continue;
+        }
+        let lse = row.iter().map(|&x| (x as f64).exp()).sum::<f64>().ln();
+        ce += lse - row[tg as usize] as f64;
+        z += lse * lse;
+        count += 1.0;
+    }
+    (ce / count, z / count)
+}
+
+#[test]
+fn loss_counts_only_masked_positions_as_the_naive_computation_does() {
+    let device = Device::flex().autodiff();
+    let dims = [2, 3, 5];
+    let v = 7;
+    let logits = Tensor::<4>::random([2, 3, 5, v], Distribution::Normal(0.0, 2.0), &device).require_grad();
+    let targets = random_tokens(dims, v, 4);
+    let mask = maskgit::draw_mask(dims, 0.5, &mut jinn_data::rng::rng_for(2, "test", 0));
+    let weight = maskgit::mask_tensor(&mask, dims, &device).float();
+    let (ce, z) = weighted_token_losses(logits.clone(), tokens(&targets, dims, &device), weight);
+    let (want_ce, want_z) = naive_losses(&floats(logits.clone()), &targets, &mask, v);
+    assert!((ce.clone().into_scalar::<f32>() as f64 - want_ce).abs() < 1e-5);
+    assert!((z.into_scalar::<f32>() as f64 - want_z).abs() < 1e-4);
+    // No gradient reaches the logits of unmasked positions; every masked one gets some.
+    let grads = ce.backward();
+    let g = floats(logits.grad(&grads).unwrap());
+    for (row, &m) in g.chunks(v).zip(&mask) {
+        assert_eq!(row.iter().any(|&x| x != 0.0), m);
+    }
+}
+
+#[test]
+fn token_metrics_match_sorting() {
+    let v = 9;
+    let mut rng = jinn_data::rng::rng_for(5, "test", 0);
+    let logits: Vec<f32> = (0..40 * v).map(|_| rng.random_range(-3.0..3.0)).collect();
+    let targets: Vec<i64> = (0..40).map(|_| rng.random_range(0..v as i64)).collect();
+    let weight: Vec<bool> = (0..40).map(|i| i % 3 != 0).collect();
+    let m = TokenMetrics::compute(&logits, &targets, &weight, v);
+    let (mut hits, mut ent, mut count) = ([0.0f64; 3], 0.0, 0.0);
+    for ((row, &tg), _) in logits.chunks(v).zip(&targets).zip(&weight).filter(|(_, &w)| w) {
+        let mut order: Vec<usize> = (0..v).collect();
+        order.sort_by(|&a, &b| row[b].partial_cmp(&row[a]).unwrap());
+        let pos = order.iter().position(|&i| i as i64 == tg).unwrap();
+        for (h, k) in hits.iter_mut().zip([1, 2, 5]) {
+            *h += (pos < k) as u8 as f64;
+        }
+        let z: f64 = row.iter().map(|&x| (x as f64).exp()).sum();
+        ent -= row.iter().map(|&x| (x as f64).exp() / z).map(|p| p * p.ln()).sum::<f64>();
+        count += 1.0;
+    }
+    assert_eq!(m.count, count as usize);
+    assert!((m.top1 - hits[0] / count).abs() < 1e-12);
+    assert!((m.top2 - hits[1] / count).abs() < 1e-12);
+    assert!((m.top5 - hits[2] / count).abs() < 1e-12);
+    assert!((m.entropy - ent / count).abs() < 1e-9);
+}
+
+#[test]
+fn causal_logits_depend_only_on_earlier_slots() {
+    let device = Device::flex();
+    let model = tiny(DynamicsKind::Causal).init(11, 4, &device).unwrap();
+    let (b, t, n, v) = (1, 3, 5, 11);
+    let base = random_tokens([b, t, n], v, 7);
+    let actions = Tensor::<3>::random([b, t - 1, 4], Distribution::Normal(0.0, 1.0), &device);
+    let run =
+        |toks: &[i64]| floats(model.logits(tokens(toks, [b, t, n], &device), actions.clone(), None).unwrap());
+    let y = run(&base);
+    let at = |y: &[f32], ti: usize, ni: usize| y[(ti * n + ni) * v..(ti * n + ni + 1) * v].to_vec();
+    // Change one token (tp, np) at a time; the logits at (ti, ni) may change only if
+    // tp ≤ ti and np < ni (the documented information flow).
+    for tp in 0..t {
+        for np in 0..n {
+            let mut toks = base.clone();
+            toks[tp * n + np] = (toks[tp * n + np] + 1) % v as i64;
+            let y2 = run(&toks);
+            for ti in 0..t {
+                for ni in 0..n {
+                    let may = tp <= ti && np < ni;
+                    let changed = at(&y, ti, ni) != at(&y2, ti, ni);
+                    assert!(may || !changed, "token ({tp},{np}) leaked into logits ({ti},{ni})");
+                    if tp == ti && np + 1 == ni {
+                        assert!(changed, "logits ({ti},{ni}) ignore the previous token");
+                    }
+                }
+            }
+        }
+    }
+    // Token 0 of frame 1 depends on the action into frame 1, not on the later one.
+    let a2 = actions.clone().slice_assign([0..1, 1..2, 0..4], Tensor::ones([1, 1, 4], &device));
+    let y3 = floats(model.logits(tokens(&base, [b, t, n], &device), a2, None).unwrap());
+    assert_eq!(at(&y, 1, 0), at(&y3, 1, 0));
+    assert_ne!(at(&y, 2, 0), at(&y3, 2, 0));
+}
+
+#[test]
+fn maskgit_masked_inputs_are_ignored_and_frames_are_causal() {
+    let device = Device::flex();
+    let model = tiny(DynamicsKind::MaskGit).init(11, 4, &device).unwrap();
+    let (b, t, n, v) = (1, 3, 4, 11);
+    let base = random_tokens([b, t, n], v, 8);
+    let actions = Tensor::<3>::random([b, t - 1, 4], Distribution::Normal(0.0, 1.0), &device);
+    let mut mask = vec![false; t * n];
+    mask[n + 1] = true; // (frame 1, token 1)
+    let run = |toks: &[i64]| {
+        let m = maskgit::mask_tensor(&mask, [b, t, n], &device);
+        floats(model.logits(tokens(toks, [b, t, n], &device), actions.clone(), Some(m)).unwrap())
+    };
+    let y = run(&base);
+    let mut other = base.clone();
+    other[n + 1] = (other[n + 1] + 3) % v as i64; // the masked token's value is hidden
+    assert_eq!(run(&other), y);
+    other[2 * n] = (other[2 * n] + 1) % v as i64; // frame 2 does not reach frames 0..1
+    let y2 = run(&other);
+    assert_eq!(y[..2 * n * v], y2[..2 * n * v]);
+    assert_ne!(y[2 * n * v..], y2[2 * n * v..]);
+    // Shape checks.
+    let bad = Tensor::<3>::zeros([b, t, 4], &device);
+    assert!(model.logits(tokens(&base, [b, t, n], &device), bad, None).is_err());
+    let causal = tiny(DynamicsKind::Causal).init(11, 4, &device).unwrap();
+    let m = maskgit::mask_tensor(&mask, [b, t, n], &device);
+    assert!(causal.logits(tokens(&base, [b, t, n], &device), actions, Some(m)).is_err());
+}
+
+#[test]
+fn maskgit_and_causal_losses_fall_on_one_batch() {
+    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+        let device = Device::flex().autodiff();
+        device.seed(9);
+        let mut model = tiny(kind).init(8, 4, &device).unwrap();
+        let mut optim = OptimConfig::default().init().unwrap();
+        let dims = [2, 3, 4];
+        // Frame t+1 is frame t shifted by one token: predictable from the context.
+        let toks: Vec<i64> = (0..24).map(|i| ((i / 12) as i64 * 3 + (i % 12) as i64) % 8).collect();
+        let targets = tokens(&toks, dims, &device);
+        let actions = Tensor::<3>::zeros([2, 2, 4], &device);
+        let mut losses = Vec::new();
+        for step in 0..60 {
+            let (mask, weight) = match kind {
+                DynamicsKind::MaskGit => {
+                    let m = maskgit::draw_mask(dims, 0.5, &mut jinn_data::rng::rng_for(0, "t", step));
+                    let mt = maskgit::mask_tensor(&m, dims, &device);
+                    (Some(mt.clone()), mt.float())
+                }
+                DynamicsKind::Causal => (None, causal::all_positions(dims, &device)),
+            };
+            let logits = model.logits(targets.clone(), actions.clone(), mask).unwrap();
+            let (ce, _) = weighted_token_losses(logits, targets.clone(), weight);
+            losses.push(ce.clone().into_scalar::<f32>());
+            model = optim.step(3e-3, model.clone(), GradientsParams::from_grads(ce.backward(), &model));
+        }
+        let (first, last) = (losses[0], *losses.last().unwrap());
+        eprintln!("{kind:?} overfit: CE {first} → {last}");
+        assert!(last * 4.0 <= first, "{kind:?}: CE {first} → {last}");
+    }
+}

@@ -1,0 +1,305 @@
+//! Training a [`Genie`]'s dynamics model (MaskGIT or causal) with the shared loop.
+//!
+//! The model (frozen tokenizer and LAM included) is saved whole in every checkpoint with the
+//! resolved [`GenieRunConfig`]; see [`crate::genie`]. The train loader's position is stored,
+//! and every random draw derives from `(seed, purpose, step)`: the MaskGIT mask of micro-batch
+//! `j` of step `s` comes from `rng_for(seed, "dynamics-mask", s·grad_accum + j)`, validation
+//! masks from `rng_for(seed, "val-mask", i)` (the same every validation). A resumed run is
+//! bit-identical to an uninterrupted one on the CPU backend.
+//!
+//! Metrics (spec §3.4; over the loss positions — MaskGIT: masked tokens, causal: all):
+//! `loss, cross_entropy_loss, z_loss, masked_token_top{1,2,5}_accuracy, entropy, select_p,
+//! codebook_usage_tokenizer`, `codebook_usage_lam` with a LAM, `grad_norm` when clipping.
+//! Validation adds `psnr, ssim` of the argmax-decoded frames against the clip (left out of
+//! training steps: the tokenizer decode would cost about as much as the step).
+
+use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
+use crate::task_common::{actions, loader_config, next_batch, open_splits, to_u8, val_loader, videos};
+use crate::tokenizer_task::DataConfig;
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use jinn_data::dataset::Dataset;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::loader::{Batch, Loader};
+use jinn_data::metrics::{mean_psnr, mean_ssim};
+use jinn_data::rng::rng_for;
+use jinn_data::FrameShape;
+use jinn_nn::{CodeUsage, NnError};
+use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::config::TrainConfig;
+use jinn_train::optim::clip_global_norm;
+use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::{Result, TrainError};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::dynamics::{DynamicsConfig, TokenMetrics};
+use crate::lam::LamConfig;
+
+/// A dynamics run config as the user writes it: the dynamics `model`, the `lam` used when
+/// it is co-trained (no `--lam` run given), `train` and `data`. The tokenizer's and a trained
+/// LAM's architectures come from their checkpoints.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DynamicsRunConfig {
+    /// The dynamics model.
+    pub model: DynamicsConfig,
+    /// LAM architecture for co-training (ignored with a LAM run or ground-truth actions).
+    pub lam: LamConfig,
+    /// Steps, batch, schedule, optimiser, logging and checkpoint cadence.
+    pub train: TrainConfig,
+    /// Clip length and loader threads.
+    pub data: DataConfig,
+}
+
+/// The resolved config stored in dynamics checkpoints: the whole [`GenieConfig`] as `model`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenieRunConfig {
+    /// Tokenizer, action source and dynamics.
+    pub model: GenieConfig,
+    /// Training settings.
+    pub train: TrainConfig,
+    /// Data settings.
+    pub data: DataConfig,
+}
+
+fn model_err(e: NnError) -> TrainError {
+    TrainError::config("model", e.to_string())
+}
+
+/// The dynamics [`TrainTask`].
+pub struct DynamicsTask {
+    model: Genie,
+    optim: ModuleOptimizer,
+    cfg: GenieRunConfig,
+    train_data: Arc<Dataset>,
+    val_data: Option<Arc<Dataset>>,
+    loader: Loader,
+}
+
+impl DynamicsTask {
+    /// A task over `data_dir` (`train/`, and `val/` if present) training `model` (assembled
+    /// for `cfg.model` on an autodiff device, e.g. by [`crate::genie::assemble_genie`]).
+    pub fn new(cfg: &GenieRunConfig, data_dir: &Path, model: Genie) -> Result<Self> {
+        cfg.train.validate()?;
+        let t = &cfg.model.tokenizer;
+        let want = FrameShape { height: t.height, width: t.width, channels: t.channels };
+        let (train_data, val_data) =
+            open_splits(data_dir, &cfg.train, &cfg.data, want, "the tokenizer's frame size")?;
+        if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
+            let meta = train_data.metadata().and_then(|m| m.num_actions);
+            if meta.is_some_and(|k| k != num_actions) {
+                return Err(TrainError::config(
+                    "--actions gt",
+                    format!("the model embeds {num_actions} actions but the data has {}", meta.unwrap_or(0)),
+                ));
+            }
+        }
+        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        Ok(DynamicsTask {
+            model,
+            optim: cfg.train.optim.init()?,
+            cfg: cfg.clone(),
+            train_data,
+            val_data,
+            loader,
+        })
+    }
+
+    /// The model being trained.
+    pub fn model(&self) -> &Genie {
+        &self.model
+    }
+
+    fn forward(&self, model: &Genie, batch: &Batch, rng: &mut dyn rand::RngCore) -> Result<GenieOutput> {
+        let device = model.dynamics.token_embed.val().device();
+        let acts = actions(batch, &device)?;
+        model.forward(videos(batch, &device), acts, rng).map_err(model_err)
+    }
+
+    fn host_metrics(&self, out: &GenieOutput, sums: &mut Sums) -> Result<()> {
+        let v = self.model.dynamics.num_codes();
+        let logits: Vec<f32> = out.logits.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, n, v]
+        let targets: Vec<i64> = out.tokens.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
+        let tm = TokenMetrics::compute(&logits, &targets, &out.loss_positions, v);
+        sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
+        sums.ce += out.ce.clone().into_scalar::<f32>() as f64;
+        sums.z += out.z_loss.clone().into_scalar::<f32>() as f64;
+        sums.top1 += tm.top1;
+        sums.top2 += tm.top2;
+        sums.top5 += tm.top5;
+        sums.entropy += tm.entropy;
+        sums.select_p += tm.select_p;
+        let n = targets.len();
+        let tok = CodeUsage::from_indices(out.tokens.clone().reshape([n]), v).map_err(model_err)?;
+        add_counts(&mut sums.tokenizer_counts, tok.counts);
+        if let (Some(idx), Some(lam)) = (&out.lam_indices, &self.model.lam) {
+            let usage = CodeUsage::from_indices(idx.clone(), lam.num_codes()).map_err(model_err)?;
+            add_counts(&mut sums.lam_counts, usage.counts);
+        }
+        sums.count += 1;
+        Ok(())
+    }
+}
+
+fn add_counts(into: &mut Vec<u64>, counts: Vec<u64>) {
+    if into.is_empty() {
+        *into = counts;
+    } else {
+        into.iter_mut().zip(counts).for_each(|(a, c)| *a += c);
+    }
+}
+
+/// Running sums of per-forward metrics.
+#[derive(Default)]
+struct Sums {
+    loss: f64,
+    ce: f64,
+    z: f64,
+    top1: f64,
+    top2: f64,
+    top5: f64,
+    entropy: f64,
+    select_p: f64,
+    psnr: f64,
+    ssim: f64,
+    tokenizer_counts: Vec<u64>,
+    lam_counts: Vec<u64>,
+    count: usize,
+}
+
+impl Sums {
+    fn into_metrics(self, with_images: bool) -> Metrics {
+        let n = self.count.max(1) as f64;
+        let mut m = Metrics::from([
+            ("loss".to_string(), self.loss / n),
+            ("cross_entropy_loss".to_string(), self.ce / n),
+            ("z_loss".to_string(), self.z / n),
+            ("masked_token_top1_accuracy".to_string(), self.top1 / n),
+            ("masked_token_top2_accuracy".to_string(), self.top2 / n),
+            ("masked_token_top5_accuracy".to_string(), self.top5 / n),
+            ("entropy".to_string(), self.entropy / n),
+            ("select_p".to_string(), self.select_p / n),
+            (
+                "codebook_usage_tokenizer".to_string(),
+                CodeUsage { counts: self.tokenizer_counts }.fraction_used(),
+            ),
+        ]);
+        if !self.lam_counts.is_empty() {
+            m.insert("codebook_usage_lam".into(), CodeUsage { counts: self.lam_counts }.fraction_used());
+        }
+        if with_images {
+            m.insert("psnr".into(), self.psnr / n);
+            m.insert("ssim".into(), self.ssim / n);
+        }
+        m
+    }
+}
+
+impl TrainTask for DynamicsTask {
+    fn kind(&self) -> &str {
+        DYNAMICS_KIND
+    }
+
+    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+        let mut acc = GradientsAccumulator::<Genie>::new();
+        let mut sums = Sums::default();
+        for micro in 0..ctx.grad_accum {
+            let batch = next_batch(&mut self.loader)?;
+            let mut rng = rng_for(ctx.seed, "dynamics-mask", ctx.step * ctx.grad_accum as u64 + micro as u64);
+            let out = self.forward(&self.model, &batch, &mut rng)?;
+            self.host_metrics(&out, &mut sums)?;
+            let loss = out.loss.div_scalar(ctx.grad_accum as f64);
+            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
+        }
+        let mut grads = acc.grads();
+        let mut metrics = sums.into_metrics(false);
+        if let Some(max) = ctx.clip_norm {
+            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
+        }
+        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        Ok(metrics)
+    }
+
+    fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
+        let Some(data) = self.val_data.clone() else {
+            return Ok(Metrics::new());
+        };
+        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
+        let model = self.model.valid();
+        let mut sums = Sums::default();
+        for i in 0..batches {
+            let batch = next_batch(&mut loader)?;
+            let out =
+                self.forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-mask", i as u64))?;
+            self.host_metrics(&out, &mut sums)?;
+            let recon: Vec<f32> =
+                model.decode_argmax(out.logits).map_err(model_err)?.try_into_vec_as::<f32>().expect("float");
+            let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
+            sums.psnr += mean_psnr(&recon, &gt, batch.frame_shape)?;
+            sums.ssim += mean_ssim(&recon, &gt, batch.frame_shape)?;
+        }
+        Ok(sums.into_metrics(true))
+    }
+
+    /// `images/dynamics_step_XXXXXX.gif`: the first validation clip (training clip without a
+    /// val split), its tokenizer reconstruction, and the frames decoded from the dynamics'
+    /// argmax predictions (teacher-forced, with a MaskGIT mask as in validation).
+    fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
+        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
+        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let s = batch.frame_shape;
+        let clip = s.frame_bytes() * batch.seq_len;
+        let one = Batch {
+            videos: batch.videos[..clip].to_vec(),
+            actions: batch.actions.as_ref().map(|a| a[..batch.seq_len * batch.action_dims].to_vec()),
+            batch_size: 1,
+            ..batch.clone()
+        };
+        let model = self.model.valid();
+        let out = self.forward(&model, &one, &mut rng_for(self.cfg.train.seed, "val-mask", 0))?;
+        let recon = to_u8(model.tokenizer.decode(out.tokens).map_err(model_err)?);
+        let pred = to_u8(model.decode_argmax(out.logits).map_err(model_err)?);
+        let dir = run_dir.join("images");
+        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+        let panels = [
+            Panel { label: "data", frames: &one.videos },
+            Panel { label: "tokens", frames: &recon },
+            Panel { label: "predicted", frames: &pred },
+        ];
+        write_panels_gif(
+            &dir.join(format!("dynamics_step_{step:06}.gif")),
+            &panels,
+            s,
+            &GifOptions::default(),
+        )?;
+        Ok(())
+    }
+
+    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+        state.loader = Some(self.loader.position());
+        snapshot(&self.model, &self.optim, state)
+    }
+
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
+            TrainError::checkpoint(
+                &checkpoint.dir,
+                "state.json has no loader position; cannot resume exactly",
+            )
+        })?;
+        self.loader = Loader::resume(
+            self.train_data.clone(),
+            loader_config(&self.cfg.train, &self.cfg.data),
+            Some(position),
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

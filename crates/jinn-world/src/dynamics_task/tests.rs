@@ -1,0 +1,117 @@
+use super::*;
+use crate::dynamics::DynamicsKind;
+use crate::genie::tests::{bits, component_runs, tiny_dynamics};
+use crate::genie::{assemble_genie, ActionSource};
+use crate::tokenizer_task::tests::tiny_dataset;
+use burn::tensor::Device;
+use jinn_train::train_loop::{run, RunOptions};
+
+fn run_cfg(model: GenieConfig) -> GenieRunConfig {
+    let train = TrainConfig {
+        steps: 4,
+        batch_size: 2,
+        seed: 3,
+        lr: jinn_train::schedule::LrSchedule {
+            kind: jinn_train::schedule::ScheduleKind::Wsd,
+            init_lr: 0.0,
+            max_lr: 3e-3,
+            decay_end: 0.0,
+            warmup_steps: 1,
+            decay_steps: 1,
+        },
+        log_every: 1,
+        val_every: 2,
+        val_batches: 1,
+        image_every: 4,
+        ckpt_every: 2,
+        ..TrainConfig::default()
+    };
+    GenieRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
+}
+
+fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &GenieRunConfig) -> RunOptions {
+    RunOptions {
+        run_dir: dir.to_path_buf(),
+        config_json: jinn_train::config::to_json(cfg),
+        resume,
+        stop_at,
+        metrics_head_len: 4,
+    }
+}
+
+#[test]
+fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let (tok, _) = component_runs(root.path());
+    let device = Device::flex().autodiff();
+    let source = ActionSource::CoTrain(crate::lam::tests::tiny());
+    let (init, genie_cfg) =
+        assemble_genie(&tok, source.clone(), &tiny_dynamics(DynamicsKind::MaskGit), &device).unwrap();
+    let init_bits = bits(&init);
+    let cfg = run_cfg(genie_cfg);
+
+    let full_dir = root.path().join("full");
+    let mut full = DynamicsTask::new(&cfg, &data, init.clone()).unwrap();
+    run(&mut full, &cfg.train, &opts(&full_dir, false, None, &cfg)).unwrap();
+
+    let split_dir = root.path().join("split");
+    let mut first = DynamicsTask::new(&cfg, &data, init.clone()).unwrap();
+    run(&mut first, &cfg.train, &opts(&split_dir, false, Some(2), &cfg)).unwrap();
+    drop(first);
+    let (other, _) = assemble_genie(&tok, source, &tiny_dynamics(DynamicsKind::MaskGit), &device).unwrap();
+    let mut second = DynamicsTask::new(&cfg, &data, other).unwrap();
+    let summary = run(&mut second, &cfg.train, &opts(&split_dir, true, None, &cfg)).unwrap();
+    assert_eq!((summary.start_step, summary.end_step), (2, 4));
+
+    let full_bits = bits(full.model());
+    assert_ne!(full_bits, init_bits, "training moved the weights");
+    assert_eq!(bits(second.model()), full_bits);
+    assert_eq!(bits(&full.model().tokenizer), bits(&init.tokenizer), "the tokenizer is frozen");
+    assert_ne!(bits(&full.model().lam), bits(&init.lam), "the co-trained LAM trains");
+
+    let records =
+        jinn_train::metrics_log::read_metrics(&full_dir.join(jinn_train::metrics_log::METRICS_FILE)).unwrap();
+    let val = records.iter().find(|r| r.split == "val").expect("a validation record");
+    for key in [
+        "loss",
+        "cross_entropy_loss",
+        "masked_token_top1_accuracy",
+        "masked_token_top5_accuracy",
+        "entropy",
+        "psnr",
+        "ssim",
+        "codebook_usage_lam",
+    ] {
+        assert!(val.metrics.get(key).is_some_and(|v| v.is_finite()), "val {key}: {:?}", val.metrics);
+    }
+    assert!(full_dir.join("images/dynamics_step_000004.gif").is_file());
+    // The run loads back whole from its own checkpoint.
+    let (loaded, loaded_cfg, step) = crate::genie::load_genie(&full_dir, &Device::flex()).unwrap();
+    assert_eq!((loaded_cfg, step), (cfg.model.clone(), 4));
+    assert_eq!(bits(&loaded), full_bits);
+}
+
+#[test]
+fn ground_truth_actions_train_causal_dynamics() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let (tok, _) = component_runs(root.path());
+    let num_actions =
+        Dataset::open(&data.join("train"), 3, None).unwrap().metadata().unwrap().num_actions.unwrap();
+    let device = Device::flex().autodiff();
+    let (genie, genie_cfg) = assemble_genie(
+        &tok,
+        ActionSource::GroundTruth { num_actions },
+        &tiny_dynamics(DynamicsKind::Causal),
+        &device,
+    )
+    .unwrap();
+    let mut cfg = run_cfg(genie_cfg);
+    cfg.train.steps = 2;
+    let mut task = DynamicsTask::new(&cfg, &data, genie.clone()).unwrap();
+    run(&mut task, &cfg.train, &opts(&root.path().join("run"), false, None, &cfg)).unwrap();
+    assert_ne!(bits(&task.model().action_embed), bits(&genie.action_embed), "action embeddings train");
+}

@@ -1,0 +1,333 @@
+//! The Genie world model (jasmine spec §2.7, §2.9): a tokenizer, an action source (a LAM or
+//! ground-truth action embeddings) and a dynamics model, trained on the dynamics loss.
+//!
+//! * The tokenizer, and a LAM given as a checkpoint, are loaded from their run directories
+//!   (the newest checkpoint that verifies) with the configs stored in those checkpoints, and
+//!   frozen: their parameters do not require gradients, so the optimiser never sees them (no
+//!   updates, no weight decay — Jasmine decays them; a deliberate difference).
+//! * Without a LAM checkpoint the LAM (encoder side) is co-trained from scratch by the
+//!   dynamics loss alone, through the quantiser's straight-through estimator (no VQ losses,
+//!   no dead-code reset), as in Jasmine.
+//! * With `--actions gt` an embedding table `[num_actions, La]` (N(0, 1/La)) replaces the LAM;
+//!   the recorded action at frame `t` (taken at `t`, causing `t → t+1`) conditions frame `t+1`.
+//!
+//! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
+//! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
+
+use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind};
+use crate::lam::{Lam, LamConfig};
+use crate::tokenizer::{Tokenizer, TokenizerConfig};
+use crate::tokenizer_task::TOKENIZER_KIND;
+use burn::module::{Module, Param};
+use burn::tensor::{Device, Distribution, Int, Tensor};
+use jinn_nn::init::lazy_param;
+use jinn_nn::NnError;
+use jinn_train::checkpoint::{latest_good, Checkpoint};
+use jinn_train::{Result, TrainError};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::path::Path;
+
+/// Model kind stored in LAM checkpoints.
+pub const LAM_KIND: &str = "lam";
+/// Model kind stored in dynamics (Genie) checkpoints.
+pub const DYNAMICS_KIND: &str = "dynamics";
+
+/// Where the dynamics model's actions come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum ActionConfig {
+    /// Latent actions of a LAM with this architecture.
+    Lam {
+        /// The LAM's architecture (from its checkpoint, or the run config when co-trained).
+        lam: LamConfig,
+        /// Trained by the dynamics loss (no LAM checkpoint given) rather than frozen.
+        co_train: bool,
+    },
+    /// Ground-truth actions embedded by a learned table.
+    Gt {
+        /// Size of the dataset's action space.
+        num_actions: usize,
+        /// Embedding width `La`.
+        action_dim: usize,
+    },
+}
+
+/// Everything needed to rebuild a [`Genie`] (the `model` section stored in dynamics
+/// checkpoints).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenieConfig {
+    /// The tokenizer's architecture (from its checkpoint).
+    pub tokenizer: TokenizerConfig,
+    /// The action source.
+    pub actions: ActionConfig,
+    /// The dynamics model.
+    pub dynamics: DynamicsConfig,
+}
+
+impl GenieConfig {
+    /// Build the model with fresh parameters (frozen components are marked frozen; load
+    /// their weights with [`assemble_genie`] or a whole checkpoint with [`load_genie`]).
+    pub fn init(&self, device: &Device) -> std::result::Result<Genie, NnError> {
+        let t = &self.tokenizer;
+        let la = self.action_dim();
+        let (lam, action_embed) = match &self.actions {
+            ActionConfig::Lam { lam, co_train } => {
+                check_lam_fits(lam, t)?;
+                let model = lam.init_encoder(device)?;
+                (Some(if *co_train { model } else { model.no_grad() }), None)
+            }
+            ActionConfig::Gt { num_actions, action_dim } => {
+                let (k, la) = (*num_actions, *action_dim);
+                if k == 0 || la == 0 {
+                    return Err(NnError::InvalidConfig {
+                        field: "num_actions/action_dim",
+                        reason: "must be positive".into(),
+                    });
+                }
+                let std = 1.0 / (la as f64).sqrt();
+                (
+                    None,
+                    Some(lazy_param([k, la], device, move |d| {
+                        Tensor::random([k, la], Distribution::Normal(0.0, std), d)
+                    })),
+                )
+            }
+        };
+        Ok(Genie {
+            tokenizer: t.init(device)?.no_grad(),
+            lam,
+            action_embed,
+            dynamics: self.dynamics.init(t.num_codes, la, device)?,
+        })
+    }
+
+    /// The action width `La` the dynamics model expects.
+    pub fn action_dim(&self) -> usize {
+        match &self.actions {
+            ActionConfig::Lam { lam, .. } => lam.latent_dim,
+            ActionConfig::Gt { action_dim, .. } => *action_dim,
+        }
+    }
+}
+
+/// The LAM must see the tokenizer's frames.
+fn check_lam_fits(lam: &LamConfig, t: &TokenizerConfig) -> std::result::Result<(), NnError> {
+    if (lam.height, lam.width, lam.channels) != (t.height, t.width, t.channels) {
+        return Err(NnError::InvalidConfig {
+            field: "lam.height/width/channels",
+            reason: format!(
+                "the LAM sees {}×{}×{} frames but the tokenizer {}×{}×{}",
+                lam.height, lam.width, lam.channels, t.height, t.width, t.channels
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The assembled world model (see the module docs).
+#[derive(Module, Debug)]
+pub struct Genie {
+    /// The frozen tokenizer.
+    pub tokenizer: Tokenizer,
+    /// The LAM's encoder side (frozen, or co-trained), when actions are latent.
+    pub lam: Option<Lam>,
+    /// Ground-truth action embeddings `[num_actions, La]`, with `--actions gt`.
+    pub action_embed: Option<Param<Tensor<2>>>,
+    /// The dynamics model.
+    pub dynamics: Dynamics,
+}
+
+/// The result of [`Genie::forward`].
+#[derive(Debug, Clone)]
+pub struct GenieOutput {
+    /// Tokenizer codes of the clip `[B, T, N]`.
+    pub tokens: Tensor<3, Int>,
+    /// Logits `[B, T, N, V]`.
+    pub logits: Tensor<4>,
+    /// Positions the loss counts `[B, T, N]` (row-major; MaskGIT: the masked ones).
+    pub loss_positions: Vec<bool>,
+    /// `ce + z_loss_weight·z_loss` `[1]`.
+    pub loss: Tensor<1>,
+    /// Mean cross-entropy over the loss positions `[1]`.
+    pub ce: Tensor<1>,
+    /// Mean squared logsumexp over the loss positions `[1]`.
+    pub z_loss: Tensor<1>,
+    /// LAM code indices `[B·(T−1)]`, when actions are latent.
+    pub lam_indices: Option<Tensor<1, Int>>,
+}
+
+impl Genie {
+    /// Latent actions `[B, T−1, La]` for `videos` `[B, T, H, W, C]` in `[0, 1]` and, with
+    /// ground-truth actions, `actions` `[B, T]` (action taken at each frame), plus the LAM's
+    /// code indices. A frozen LAM's actions carry no gradient.
+    pub fn latent_actions(
+        &self,
+        videos: Tensor<5>,
+        actions: Option<Tensor<2, Int>>,
+    ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
+        let [b, t, ..] = videos.dims();
+        if let Some(lam) = &self.lam {
+            let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
+            let l = out.z_q.dims()[1];
+            return Ok((out.z_q.reshape([b, tm1, l]), Some(out.indices)));
+        }
+        let table = self.action_embed.as_ref().expect("a Genie has a LAM or action embeddings").val();
+        let [k, la] = table.dims();
+        let actions = actions.ok_or_else(|| NnError::InvalidConfig {
+            field: "actions",
+            reason: "this model embeds ground-truth actions but the batch carries none".into(),
+        })?;
+        if actions.dims() != [b, t] {
+            return Err(NnError::Shape {
+                what: "actions [B, T]",
+                expected: format!("[{b}, {t}]"),
+                got: format!("{:?}", actions.dims()),
+            });
+        }
+        let host: Vec<i64> = actions.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+        if let Some(bad) = host.iter().find(|&&a| a < 0 || a as usize >= k) {
+            return Err(NnError::Shape {
+                what: "action id",
+                expected: format!("in 0..{k}"),
+                got: bad.to_string(),
+            });
+        }
+        let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
+        Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
+    }
+
+    /// Dynamics training/evaluation forward (spec §2.7): tokenise `videos` (frozen), get
+    /// the actions, draw the MaskGIT mask from `mask_rng` (ignored by causal dynamics), and
+    /// compute logits and the loss.
+    pub fn forward(
+        &self,
+        videos: Tensor<5>,
+        actions: Option<Tensor<2, Int>>,
+        mask_rng: &mut dyn rand::RngCore,
+    ) -> std::result::Result<GenieOutput, NnError> {
+        let tokens = self.tokenizer.encode(videos.clone())?; // [b, t, n]
+        let dims = tokens.dims();
+        let device = tokens.device();
+        let (latent, lam_indices) = self.latent_actions(videos, actions)?; // [b, t−1, la]
+        let (logits, loss_positions, weight) = match self.dynamics.kind() {
+            DynamicsKind::MaskGit => {
+                let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
+                let mask_t = maskgit::mask_tensor(&mask, dims, &device);
+                let logits = self.dynamics.logits(tokens.clone(), latent, Some(mask_t.clone()))?;
+                (logits, mask, mask_t.float())
+            }
+            DynamicsKind::Causal => {
+                let logits = self.dynamics.logits(tokens.clone(), latent, None)?;
+                (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
+            }
+        };
+        let (ce, z_loss) = weighted_token_losses(logits.clone(), tokens.clone(), weight);
+        let loss = ce.clone() + z_loss.clone() * self.dynamics.z_loss_weight;
+        Ok(GenieOutput { tokens, logits, loss_positions, loss, ce, z_loss, lam_indices })
+    }
+
+    /// Frames `[B, T, H, W, C]` decoded from the most likely token at every position.
+    pub fn decode_argmax(&self, logits: Tensor<4>) -> std::result::Result<Tensor<5>, NnError> {
+        let [b, t, n, _] = logits.dims();
+        self.tokenizer.decode(logits.argmax(3).reshape([b, t, n]))
+    }
+
+    /// Re-apply the freezing of the loaded components (after loading weights, which may
+    /// reset gradient flags).
+    pub fn refreeze(self, cfg: &GenieConfig) -> Self {
+        let co_train = matches!(cfg.actions, ActionConfig::Lam { co_train: true, .. });
+        Genie {
+            tokenizer: self.tokenizer.no_grad(),
+            lam: self.lam.map(|l| if co_train { l } else { l.no_grad() }),
+            ..self
+        }
+    }
+}
+
+/// A component checkpoint: the newest one in `run_dir` that verifies, of `kind`, with its
+/// stored `model` config parsed.
+pub fn component_checkpoint<C: DeserializeOwned>(run_dir: &Path, kind: &str) -> Result<(Checkpoint, C)> {
+    let found = latest_good(run_dir)?;
+    let ckpt = found.checkpoint.ok_or_else(|| {
+        let why = match found.skipped.first() {
+            Some((dir, why)) => format!("; the newest, {}, is unreadable: {why}", dir.display()),
+            None => String::new(),
+        };
+        TrainError::checkpoint(run_dir, format!("holds no usable `{kind}` checkpoint{why}"))
+    })?;
+    ckpt.state.ensure_compatible(&ckpt.dir, kind, None)?;
+    let model = ckpt.state.config.get("model").cloned().unwrap_or(serde_json::Value::Null);
+    let cfg: C = serde_json::from_value(model).map_err(|e| {
+        TrainError::checkpoint(
+            ckpt.dir.join(jinn_train::checkpoint::STATE_FILE),
+            format!("its `model` config is not a {kind} config: {e}"),
+        )
+    })?;
+    Ok((ckpt, cfg))
+}
+
+/// Load the tokenizer of a tokenizer run (newest good checkpoint, stored config).
+pub fn load_tokenizer(run_dir: &Path, device: &Device) -> Result<(Tokenizer, TokenizerConfig)> {
+    let (ckpt, cfg) = component_checkpoint::<TokenizerConfig>(run_dir, TOKENIZER_KIND)?;
+    let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    Ok((ckpt.load_model(model)?, cfg))
+}
+
+/// Load the LAM of a LAM run (newest good checkpoint, stored config), decoder dropped.
+pub fn load_lam(run_dir: &Path, device: &Device) -> Result<(Lam, LamConfig)> {
+    let (ckpt, cfg) = component_checkpoint::<LamConfig>(run_dir, LAM_KIND)?;
+    let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    Ok((ckpt.load_model(model)?.without_decoder(), cfg))
+}
+
+/// Where a new Genie's actions come from.
+#[derive(Debug, Clone)]
+pub enum ActionSource<'a> {
+    /// A trained LAM run (frozen).
+    LamRun(&'a Path),
+    /// A LAM of this architecture, co-trained from scratch.
+    CoTrain(LamConfig),
+    /// Ground-truth actions from a space of this size.
+    GroundTruth {
+        /// Size of the action space.
+        num_actions: usize,
+    },
+}
+
+/// Assemble a new Genie for training: the tokenizer (and LAM) from their runs, fresh
+/// dynamics (and co-trained LAM or action table) drawn from `device`'s generator.
+pub fn assemble_genie(
+    tokenizer_run: &Path,
+    actions: ActionSource<'_>,
+    dynamics: &DynamicsConfig,
+    device: &Device,
+) -> Result<(Genie, GenieConfig)> {
+    let (tokenizer, tokenizer_cfg) = load_tokenizer(tokenizer_run, device)?;
+    let (lam, actions) = match actions {
+        ActionSource::LamRun(dir) => {
+            let (lam, cfg) = load_lam(dir, device)?;
+            check_lam_fits(&cfg, &tokenizer_cfg).map_err(|e| TrainError::checkpoint(dir, e.to_string()))?;
+            (Some(lam), ActionConfig::Lam { lam: cfg, co_train: false })
+        }
+        ActionSource::CoTrain(cfg) => (None, ActionConfig::Lam { lam: cfg, co_train: true }),
+        ActionSource::GroundTruth { num_actions } => {
+            (None, ActionConfig::Gt { num_actions, action_dim: dynamics.action_dim })
+        }
+    };
+    let cfg = GenieConfig { tokenizer: tokenizer_cfg, actions, dynamics: dynamics.clone() };
+    let fresh = cfg.init(device).map_err(|e| TrainError::config("model", e.to_string()))?;
+    let genie = Genie { tokenizer, lam: lam.or(fresh.lam), ..fresh }.refreeze(&cfg);
+    Ok((genie, cfg))
+}
+
+/// Load a whole Genie from a dynamics run (newest good checkpoint, stored [`GenieConfig`]).
+pub fn load_genie(run_dir: &Path, device: &Device) -> Result<(Genie, GenieConfig, u64)> {
+    let (ckpt, cfg) = component_checkpoint::<GenieConfig>(run_dir, DYNAMICS_KIND)?;
+    let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    let genie = ckpt.load_model(model)?.refreeze(&cfg);
+    Ok((genie, cfg, ckpt.state.step))
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,210 @@
+use super::*;
+use crate::dynamics::DynamicsKind;
+use burn::module::{ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use jinn_train::checkpoint::{save, TrainState};
+use jinn_train::optim::OptimConfig;
+
+pub(crate) fn tiny_tokenizer() -> TokenizerConfig {
+    TokenizerConfig {
+        height: 16,
+        width: 16,
+        channels: 3,
+        patch: 4,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+        num_codes: 16,
+        codebook_dropout: 0.0,
+        vq_beta: 0.25,
+    }
+}
+
+pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
+    DynamicsConfig {
+        kind,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        num_blocks: 1,
+        mask_limit: 0.5,
+        z_loss_weight: 0.1,
+        action_dim: 4,
+    }
+}
+
+/// Write `model` as a step-`step` checkpoint of `kind` whose stored `model` config is `cfg`.
+pub(crate) fn write_component<M: Module, C: Serialize>(
+    dir: &Path,
+    kind: &str,
+    model: &M,
+    cfg: &C,
+    step: u64,
+) {
+    let state = TrainState {
+        step,
+        model_kind: kind.into(),
+        config: serde_json::json!({ "model": cfg }),
+        seed: 0,
+        loader: None,
+        val_loader: None,
+        metrics_head: Vec::new(),
+        extra: Default::default(),
+    };
+    save(dir, model, &OptimConfig::default().init().unwrap(), state).unwrap();
+}
+
+/// Tokenizer and LAM runs with random weights in `root/tok`, `root/lam`.
+pub(crate) fn component_runs(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let device = Device::flex();
+    let (tok, lam) = (root.join("tok"), root.join("lam"));
+    write_component(&tok, TOKENIZER_KIND, &tiny_tokenizer().init(&device).unwrap(), &tiny_tokenizer(), 5);
+    let lam_cfg = crate::lam::tests::tiny();
+    write_component(&lam, LAM_KIND, &lam_cfg.init(&device).unwrap(), &lam_cfg, 7);
+    (tok, lam)
+}
+
+pub(crate) fn bits<M: Module>(model: &M) -> Vec<u32> {
+    struct Bits(Vec<u32>);
+    impl ModuleVisitor for Bits {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+            self.0.extend(p.val().try_into_vec_as::<f32>().unwrap().into_iter().map(f32::to_bits));
+        }
+    }
+    let mut b = Bits(Vec::new());
+    model.visit(&mut b);
+    b.0
+}
+
+#[test]
+fn assembles_from_stored_configs_and_keeps_components_frozen() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, lam) = component_runs(root.path());
+    let device = Device::flex().autodiff();
+    let (genie, cfg) =
+        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MaskGit), &device)
+            .unwrap();
+    assert_eq!(cfg.tokenizer, tiny_tokenizer());
+    assert_eq!(cfg.actions, ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: false });
+    assert!(genie.lam.as_ref().unwrap().decoder.is_none());
+    let (stored_tok, _) = load_tokenizer(&tok, &Device::flex()).unwrap();
+    assert_eq!(bits(&genie.tokenizer), bits(&stored_tok));
+
+    // One optimiser step with weight decay: only the dynamics move.
+    let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
+    let (tok_before, lam_before, dyn_before) =
+        (bits(&genie.tokenizer), bits(&genie.lam), bits(&genie.dynamics));
+    let out = genie.forward(x, None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    assert_eq!(out.logits.dims(), [2, 3, 16, 16]);
+    assert!(out.loss_positions[..16].iter().all(|&m| !m), "frame 0 masked");
+    let grads = GradientsParams::from_grads(out.loss.backward(), &genie);
+    let mut optim = OptimConfig { weight_decay: 0.1, ..OptimConfig::default() }.init().unwrap();
+    let genie = optim.step(1e-2, genie, grads);
+    assert_eq!(bits(&genie.tokenizer), tok_before, "the frozen tokenizer changed");
+    assert_eq!(bits(&genie.lam), lam_before, "the frozen LAM changed");
+    assert_ne!(bits(&genie.dynamics), dyn_before, "the dynamics did not train");
+
+    // Saved whole, it loads back from its own stored config.
+    let run = root.path().join("dyn");
+    let run_cfg = crate::dynamics_task::GenieRunConfig {
+        model: cfg.clone(),
+        train: Default::default(),
+        data: Default::default(),
+    };
+    let state = TrainState {
+        step: 3,
+        model_kind: DYNAMICS_KIND.into(),
+        config: jinn_train::config::to_json(&run_cfg),
+        seed: 0,
+        loader: None,
+        val_loader: None,
+        metrics_head: Vec::new(),
+        extra: Default::default(),
+    };
+    save(&run, &genie, &optim, state).unwrap();
+    let (loaded, loaded_cfg, step) = load_genie(&run, &Device::flex()).unwrap();
+    assert_eq!((loaded_cfg, step), (cfg, 3));
+    assert_eq!(bits(&loaded), bits(&genie));
+}
+
+#[test]
+fn co_trained_lam_and_ground_truth_actions_get_gradients() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, _) = component_runs(root.path());
+    let device = Device::flex().autodiff();
+    let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
+    let dynamics = tiny_dynamics(DynamicsKind::Causal);
+    let (genie, _) =
+        assemble_genie(&tok, ActionSource::CoTrain(crate::lam::tests::tiny()), &dynamics, &device).unwrap();
+    let out = genie.forward(x.clone(), None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    assert!(out.loss_positions.iter().all(|&p| p), "causal: every position counts");
+    let grads = out.loss.backward();
+    let lam = genie.lam.as_ref().unwrap();
+    assert!(lam.encoder.proj_in.weight.val().grad(&grads).is_some(), "co-trained LAM gets no gradient");
+    assert!(genie.tokenizer.encoder.proj_in.weight.val().grad(&grads).is_none());
+
+    let (genie, cfg) =
+        assemble_genie(&tok, ActionSource::GroundTruth { num_actions: 3 }, &dynamics, &device).unwrap();
+    assert_eq!(cfg.actions, ActionConfig::Gt { num_actions: 3, action_dim: 4 });
+    assert!(genie.forward(x.clone(), None, &mut jinn_data::rng::rng_for(0, "t", 0)).is_err(), "no actions");
+    let acts = Tensor::<2, Int>::from_data(
+        burn::tensor::TensorData::new(vec![0i64, 1, 2, 2, 1, 0], [2, 3]),
+        &device,
+    );
+    let out = genie.forward(x.clone(), Some(acts), &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let grads = out.loss.backward();
+    assert!(genie.action_embed.as_ref().unwrap().val().grad(&grads).is_some());
+    let bad = Tensor::<2, Int>::from_data(
+        burn::tensor::TensorData::new(vec![0i64, 1, 3, 2, 1, 0], [2, 3]),
+        &device,
+    );
+    let err = genie.forward(x, Some(bad), &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap_err().to_string();
+    assert!(err.contains("0..3"), "{err}");
+}
+
+#[test]
+fn wrong_kind_wrong_shape_corrupt_and_empty_runs_are_clear_errors() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, lam) = component_runs(root.path());
+    let device = Device::flex();
+    let d = tiny_dynamics(DynamicsKind::MaskGit);
+
+    // A LAM run given as the tokenizer.
+    let err = assemble_genie(&lam, ActionSource::LamRun(&lam), &d, &device).unwrap_err().to_string();
+    assert!(err.contains("holds a `lam` model, expected `tokenizer`"), "{err}");
+
+    // Weights of another shape than the stored config says.
+    let wrong = root.path().join("wrong");
+    let mut bigger = tiny_tokenizer();
+    bigger.model_dim = 32;
+    write_component(&wrong, TOKENIZER_KIND, &bigger.init(&device).unwrap(), &tiny_tokenizer(), 1);
+    let err = assemble_genie(&wrong, ActionSource::LamRun(&lam), &d, &device).unwrap_err().to_string();
+    assert!(err.contains("ShapeMismatch") && err.contains("wrong/step_000001"), "{err}");
+
+    // A corrupted newest checkpoint is skipped for an older good one; with none left, the
+    // error names the run and the reason.
+    let file = tok.join(jinn_train::checkpoint::step_dir_name(5)).join(jinn_train::checkpoint::MODEL_FILE);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    let err = assemble_genie(&tok, ActionSource::LamRun(&lam), &d, &device).unwrap_err().to_string();
+    assert!(err.contains("no usable `tokenizer` checkpoint") && err.contains("CRC32C"), "{err}");
+
+    let empty = root.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = assemble_genie(&empty, ActionSource::LamRun(&lam), &d, &device).unwrap_err().to_string();
+    assert!(err.contains("no usable `tokenizer` checkpoint"), "{err}");
+
+    // A LAM for other frames than the tokenizer's.
+    let (tok2, _) = component_runs(&root.path().join("again"));
+    let lam_other = root.path().join("lam_other");
+    let mut cfg = crate::lam::tests::tiny();
+    cfg.height = 8;
+    write_component(&lam_other, LAM_KIND, &cfg.init(&device).unwrap(), &cfg, 1);
+    let err = assemble_genie(&tok2, ActionSource::LamRun(&lam_other), &d, &device).unwrap_err().to_string();
+    assert!(err.contains("8×16×3") && err.contains("16×16×3"), "{err}");
+}

@@ -1,0 +1,318 @@
+//! The latent action model (jasmine spec §2.3, loss and dead-code reset §3.3).
+//!
+//! `videos` `[B, T, H, W, C]` in `[0, 1]` → patchify `[B, T, N, P]` → a learned action token
+//! prepended as spatial slot 0 of every frame `[B, T, N+1, P]` → axial encoder (spatial full,
+//! temporal causal) `[B, T, N+1, L]` → the slot-0 outputs of frames `1..T−1` are the latent
+//! actions `[B, T−1, L]` (frame `t`'s action is computed from frames `0..t`) → vector quantiser
+//! (6 codes by default) → decoder: `patch_up(patches of frames 0..T−2) + action_up(z_q)`
+//! `[B, T−1, N, M]` → axial transformer (spatial full, temporal causal) → sigmoid →
+//! unpatchify: a prediction of frames `1..T−1`.
+//!
+//! Loss: `MSE(recon, videos[:, 1..]) + q_loss + β·commitment`. The dead-code reset lives in
+//! the training task ([`crate::lam_task`]) because it runs after the optimiser update.
+//!
+//! Inside a Genie model only the encoder side is needed: [`LamConfig::init_encoder`] builds the
+//! model without its decoder (`patch_up`, `action_up` and the decoder transformer).
+
+use burn::module::{Module, Param};
+use burn::nn::Linear;
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{Device, Distribution, Int, Tensor};
+use jinn_nn::init::{lazy_param, linear};
+use jinn_nn::{
+    patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, VectorQuantizer,
+    VectorQuantizerConfig, VqOutput,
+};
+use serde::{Deserialize, Serialize};
+
+/// Architecture of a [`Lam`] (the `model` section of a LAM run config). Defaults are
+/// Jasmine's (§3.8): 64×64×3 frames, patch 16, width 512, FFN 2048, 8 heads, 4 + 4 blocks,
+/// 6 codes of dimension 32, no codebook dropout, β 0.25, reset after 50 unused steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LamConfig {
+    /// Frame rows `H`.
+    pub height: usize,
+    /// Frame columns `W`.
+    pub width: usize,
+    /// Frame channels `C`.
+    pub channels: usize,
+    /// Patch side `p`.
+    pub patch: usize,
+    /// Transformer width `M`.
+    pub model_dim: usize,
+    /// FFN hidden width `D`.
+    pub ffn_dim: usize,
+    /// Attention heads (must divide `model_dim`).
+    pub num_heads: usize,
+    /// Encoder axial blocks.
+    pub encoder_blocks: usize,
+    /// Decoder axial blocks.
+    pub decoder_blocks: usize,
+    /// Latent action dimension `L`.
+    pub latent_dim: usize,
+    /// Number of latent action codes `K`.
+    pub num_codes: usize,
+    /// Codebook dropout rate in training, in `[0, 1)` (Jasmine: 0).
+    pub codebook_dropout: f64,
+    /// Commitment weight β.
+    pub vq_beta: f64,
+    /// A code unused for this many consecutive steps is reset (Jasmine `vq_reset_thresh`).
+    pub reset_threshold: u32,
+}
+
+impl Default for LamConfig {
+    fn default() -> Self {
+        LamConfig {
+            height: 64,
+            width: 64,
+            channels: 3,
+            patch: 16,
+            model_dim: 512,
+            ffn_dim: 2048,
+            num_heads: 8,
+            encoder_blocks: 4,
+            decoder_blocks: 4,
+            latent_dim: 32,
+            num_codes: 6,
+            codebook_dropout: 0.0,
+            vq_beta: jinn_nn::VQ_BETA,
+            reset_threshold: 50,
+        }
+    }
+}
+
+impl LamConfig {
+    /// The patch grid of this config's frames.
+    pub fn grid(&self) -> Result<PatchGrid, NnError> {
+        PatchGrid::new(self.patch, self.height, self.width, self.channels)
+    }
+
+    fn axial(
+        &self,
+        d_in: usize,
+        d_out: usize,
+        blocks: usize,
+        device: &Device,
+    ) -> Result<AxialTransformer, NnError> {
+        AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
+            .with_spatial_causal(false)
+            .with_temporal_causal(true)
+            .init(device)
+    }
+
+    /// Build the whole LAM, decoder included (spec §1.7 initialisers, drawn lazily).
+    pub fn init(&self, device: &Device) -> Result<Lam, NnError> {
+        let grid = self.grid()?;
+        let mut lam = self.init_encoder(device)?;
+        lam.decoder = Some(LamDecoder {
+            patch_up: linear(grid.patch_dim(), self.model_dim, device),
+            action_up: linear(self.latent_dim, self.model_dim, device),
+            transformer: self.axial(self.model_dim, grid.patch_dim(), self.decoder_blocks, device)?,
+        });
+        Ok(lam)
+    }
+
+    /// Build the encoder side only (action token, encoder, quantiser), as kept inside Genie.
+    pub fn init_encoder(&self, device: &Device) -> Result<Lam, NnError> {
+        let grid = self.grid()?;
+        if !(self.vq_beta.is_finite() && self.vq_beta >= 0.0) {
+            return Err(NnError::InvalidConfig {
+                field: "vq_beta",
+                reason: format!("must be ≥ 0, got {}", self.vq_beta),
+            });
+        }
+        let p = grid.patch_dim();
+        // LeCun uniform with fan_in 1: U(−√3, √3) per element (spec §1.7).
+        let bound = 3f64.sqrt();
+        let action_in = lazy_param([p], device, move |dev| {
+            Tensor::random([p], Distribution::Uniform(-bound, bound), dev) // [p]
+        });
+        Ok(Lam {
+            action_in,
+            encoder: self.axial(p, self.latent_dim, self.encoder_blocks, device)?,
+            vq: VectorQuantizerConfig::new(self.num_codes, self.latent_dim)
+                .with_dropout(self.codebook_dropout)
+                .init(device)?,
+            decoder: None,
+            patch: self.patch,
+            height: self.height,
+            width: self.width,
+            channels: self.channels,
+            vq_beta: self.vq_beta,
+        })
+    }
+}
+
+/// The LAM decoder: predicts frame `t` from frames `< t` and the latent actions.
+#[derive(Module, Debug)]
+pub struct LamDecoder {
+    /// Patches `P → M`.
+    pub patch_up: Linear,
+    /// Latent actions `L → M`.
+    pub action_up: Linear,
+    /// Axial transformer `M → P`.
+    pub transformer: AxialTransformer,
+}
+
+/// The latent action model (see the module docs).
+#[derive(Module, Debug)]
+pub struct Lam {
+    /// The learned action token `[P]`, spatial slot 0 of every frame.
+    pub action_in: Param<Tensor<1>>,
+    /// Patches (+ action slot) `P` → latents `L`.
+    pub encoder: AxialTransformer,
+    /// The latent action codebook.
+    pub vq: VectorQuantizer,
+    /// The decoder (absent inside Genie).
+    pub decoder: Option<LamDecoder>,
+    /// Patch side.
+    pub patch: usize,
+    /// Frame rows.
+    pub height: usize,
+    /// Frame columns.
+    pub width: usize,
+    /// Frame channels.
+    pub channels: usize,
+    /// Commitment weight β.
+    pub vq_beta: f64,
+}
+
+/// The result of [`Lam::forward_train`].
+#[derive(Debug, Clone)]
+pub struct LamOutput {
+    /// Predicted frames `1..T−1` `[B, T−1, H, W, C]` in `[0, 1]`.
+    pub recon: Tensor<5>,
+    /// Latent action indices `[B·(T−1)]`.
+    pub indices: Tensor<1, Int>,
+    /// Total loss `mse + q_loss + β·commitment` `[1]`.
+    pub loss: Tensor<1>,
+    /// Mean squared error against frames `1..T−1` `[1]`.
+    pub mse: Tensor<1>,
+    /// Codebook loss `[1]`.
+    pub q_loss: Tensor<1>,
+    /// Commitment loss `[1]`.
+    pub commitment: Tensor<1>,
+}
+
+impl Lam {
+    /// The patch grid of the frames this LAM was built for.
+    pub fn grid(&self) -> PatchGrid {
+        PatchGrid { patch: self.patch, height: self.height, width: self.width, channels: self.channels }
+    }
+
+    /// Number of latent action codes `K`.
+    pub fn num_codes(&self) -> usize {
+        self.vq.num_codes()
+    }
+
+    /// Latent action dimension `L`.
+    pub fn latent_dim(&self) -> usize {
+        self.vq.codebook.shape().dims::<2>()[1]
+    }
+
+    /// The model without its decoder (what Genie keeps).
+    pub fn without_decoder(self) -> Self {
+        Lam { decoder: None, ..self }
+    }
+
+    fn check_frames(&self, dims: [usize; 5]) -> Result<(), NnError> {
+        let [_, t, h, w, c] = dims;
+        if [h, w, c] != [self.height, self.width, self.channels] {
+            return Err(NnError::Shape {
+                what: "videos [B, T, H, W, C]",
+                expected: format!("H×W×C = {}×{}×{}", self.height, self.width, self.channels),
+                got: format!("{h}×{w}×{c}"),
+            });
+        }
+        if t < 2 {
+            return Err(NnError::Shape {
+                what: "videos [B, T, H, W, C]",
+                expected: "T ≥ 2 frames (an action is a transition)".into(),
+                got: format!("T = {t}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Encoder + quantiser on `videos` `[B, T, H, W, C]` in `[0, 1]`; `rng` enables codebook
+    /// dropout. Returns the quantiser output over the `B·(T−1)` transitions, the patches
+    /// `[B, T, N, P]` and `[B, T−1]`.
+    pub fn vq_encode(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+    ) -> Result<(VqOutput, Tensor<4>, [usize; 2]), NnError> {
+        self.check_frames(videos.dims())?;
+        let patches = patchify(videos, self.patch)?; // [b, t, n, p]
+        let [b, t, _, p] = patches.dims();
+        let token = self.action_in.val().reshape([1, 1, 1, p]).repeat(&[b, t, 1, 1]); // [b, t, 1, p]
+        let input = Tensor::cat(vec![token, patches.clone()], 2); // [b, t, n+1, p]
+        let latents = self.encoder.forward(input); // [b, t, n+1, l]
+        let l = latents.dims()[3];
+        let actions = latents.slice([0..b, 1..t, 0..1, 0..l]).reshape([b * (t - 1), l]); // [e, l]
+        let out = match rng {
+            Some(mut rng) => self.vq.forward_train(actions, &mut rng),
+            None => self.vq.forward(actions),
+        };
+        Ok((out, patches, [b, t - 1]))
+    }
+
+    /// Quantised latent actions `[B, T−1, L]` of `videos` (no dropout). The straight-through
+    /// estimator passes gradients into the encoder (for co-training inside Genie).
+    pub fn latent_actions(&self, videos: Tensor<5>) -> Result<Tensor<3>, NnError> {
+        let (out, _, [b, tm1]) = self.vq_encode(videos, None)?;
+        let l = out.z_q.dims()[1];
+        Ok(out.z_q.reshape([b, tm1, l]))
+    }
+
+    /// Latent action indices `[B, T−1]` of `videos` (no dropout).
+    pub fn action_indices(&self, videos: Tensor<5>) -> Result<Tensor<2, Int>, NnError> {
+        let (out, _, dims) = self.vq_encode(videos, None)?;
+        Ok(out.indices.reshape(dims))
+    }
+
+    /// Training forward with codebook dropout from `rng`: prediction of frames `1..T−1` and
+    /// the spec §3.3 loss.
+    pub fn forward_train(
+        &self,
+        videos: Tensor<5>,
+        rng: &mut dyn rand::RngCore,
+    ) -> Result<LamOutput, NnError> {
+        self.forward_with(videos, Some(rng))
+    }
+
+    /// Like [`Lam::forward_train`] without codebook dropout (validation).
+    pub fn forward_eval(&self, videos: Tensor<5>) -> Result<LamOutput, NnError> {
+        self.forward_with(videos, None)
+    }
+
+    fn forward_with(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+    ) -> Result<LamOutput, NnError> {
+        let decoder = self.decoder.as_ref().ok_or_else(|| NnError::InvalidConfig {
+            field: "decoder",
+            reason: "this LAM was built without its decoder (encoder side only)".into(),
+        })?;
+        let (out, patches, [b, tm1]) = self.vq_encode(videos.clone(), rng)?;
+        let [_, t, n, p] = patches.dims();
+        let l = out.z_q.dims()[1];
+        let z_q = out.z_q.clone().reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
+        let context = patches.slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
+        let x = decoder.patch_up.forward(context) + decoder.action_up.forward(z_q); // [b, t−1, n, m]
+        let pred = sigmoid(decoder.transformer.forward(x)); // [b, t−1, n, p]
+        let recon = unpatchify(pred, self.grid())?; // [b, t−1, h, w, c]
+        let [_, _, h, w, c] = videos.dims();
+        let target = videos.slice([0..b, 1..t, 0..h, 0..w, 0..c]); // [b, t−1, h, w, c]
+        let mse = (recon.clone() - target).powi_scalar(2).mean();
+        let q_loss = out.codebook_loss();
+        let commitment = out.commitment_loss();
+        let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;
+        Ok(LamOutput { recon, indices: out.indices, loss, mse, q_loss, commitment })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

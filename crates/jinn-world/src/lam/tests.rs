@@ -1,0 +1,132 @@
+use super::*;
+use burn::optim::GradientsParams;
+use jinn_train::optim::OptimConfig;
+
+/// 16×16×3 frames, patch 4 (N = 16, P = 48), width 16.
+pub(crate) fn tiny() -> LamConfig {
+    LamConfig {
+        height: 16,
+        width: 16,
+        channels: 3,
+        patch: 4,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+        num_codes: 4,
+        codebook_dropout: 0.0,
+        vq_beta: 0.25,
+        reset_threshold: 50,
+    }
+}
+
+/// Parameters of an axial transformer `I → M → O` (spec §1.4): two input LayerNorms, the
+/// input and output projections, and per block three LayerNorms, two attentions of four
+/// projections each and the FFN.
+fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize {
+    let block = 3 * 2 * m + 2 * 4 * (m * m + m) + (m * d + d) + (d * m + m);
+    2 * i + (i * m + m) + 2 * m + blocks * block + (m * o + o)
+}
+
+/// Jasmine's LAM (spec §2.3): action token `P`, encoder `P → L`, codebook `K×L`,
+/// `patch_up` `P → M`, `action_up` `L → M`, decoder `M → P`.
+fn jasmine_lam_params(c: &LamConfig) -> usize {
+    let p = c.patch * c.patch * c.channels;
+    let (m, d, l) = (c.model_dim, c.ffn_dim, c.latent_dim);
+    p + axial_params(p, m, d, l, c.encoder_blocks)
+        + c.num_codes * l
+        + (p * m + m)
+        + (l * m + m)
+        + axial_params(m, m, d, p, c.decoder_blocks)
+}
+
+#[test]
+fn parameter_count_matches_jasmine() {
+    let device = Device::flex();
+    for cfg in [tiny(), LamConfig::default()] {
+        assert_eq!(cfg.init(&device).unwrap().num_params(), jasmine_lam_params(&cfg), "{cfg:?}");
+    }
+    // The spec's figure, verified on Jasmine itself (§1.8).
+    assert_eq!(jasmine_lam_params(&LamConfig::default()), 35_115_232);
+}
+
+fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.try_into_vec_as::<f32>().unwrap()
+}
+
+#[test]
+fn action_of_a_transition_depends_only_on_frames_up_to_it() {
+    let device = Device::flex();
+    let lam = tiny().init(&device).unwrap();
+    let (b, t) = (2, 4);
+    let x = Tensor::<5>::random([b, t, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+    let (out, _, dims) = lam.vq_encode(x.clone(), None).unwrap();
+    assert_eq!(dims, [b, t - 1]);
+    let before = floats(out.emb.reshape([b, t - 1, 8]));
+    // Change frame 2: the actions into frames 1 (from frames 0..1) must not change.
+    let noise = Tensor::<5>::random([b, 1, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+    let x2 = x.slice_assign([0..b, 2..3, 0..16, 0..16, 0..3], noise);
+    let (out2, _, _) = lam.vq_encode(x2, None).unwrap();
+    let after = floats(out2.emb.reshape([b, t - 1, 8]));
+    for bi in 0..b {
+        let row = |v: &[f32], k: usize| v[(bi * (t - 1) + k) * 8..(bi * (t - 1) + k + 1) * 8].to_vec();
+        assert_eq!(row(&before, 0), row(&after, 0), "action into frame 1 saw frame 2");
+        assert_ne!(row(&before, 1), row(&after, 1), "action into frame 2 ignored frame 2");
+    }
+    let eval = lam.forward_eval(Tensor::<5>::zeros([b, t, 16, 16, 3], &device)).unwrap();
+    assert_eq!(eval.recon.dims(), [b, t - 1, 16, 16, 3]);
+    assert_eq!(eval.indices.dims(), [b * (t - 1)]);
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let device = Device::flex();
+    let lam = tiny().init(&device).unwrap();
+    let one_frame = Tensor::<5>::zeros([1, 1, 16, 16, 3], &device);
+    assert!(lam.forward_eval(one_frame).unwrap_err().to_string().contains("T ≥ 2"));
+    let wrong = Tensor::<5>::zeros([1, 2, 8, 16, 3], &device);
+    assert!(lam.forward_eval(wrong).unwrap_err().to_string().contains("16×16×3"));
+    let encoder_only = tiny().init_encoder(&device).unwrap();
+    let x = Tensor::<5>::zeros([1, 2, 16, 16, 3], &device);
+    assert!(encoder_only.forward_eval(x.clone()).unwrap_err().to_string().contains("decoder"));
+    assert_eq!(encoder_only.latent_actions(x).unwrap().dims(), [1, 1, 8]);
+}
+
+/// Clips of a bright 4×4 square moving by one patch per frame in one of two directions.
+pub(crate) fn moving_square(b: usize, t: usize) -> Vec<u8> {
+    let mut v = vec![20u8; b * t * 16 * 16 * 3];
+    for bi in 0..b {
+        for ti in 0..t {
+            let col = if bi % 2 == 0 { ti } else { 3 - ti % 4 };
+            for y in 4..8 {
+                for x in col * 4..col * 4 + 4 {
+                    let at = (((bi * t + ti) * 16 + y) * 16 + x) * 3;
+                    v[at..at + 3].copy_from_slice(&[240, 200, 60]);
+                }
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn overfits_one_small_batch() {
+    let device = Device::flex().autodiff();
+    device.seed(3);
+    let mut lam = tiny().init(&device).unwrap();
+    let mut optim = OptimConfig::default().init().unwrap();
+    let x = crate::frames_to_unit(&moving_square(2, 4), [2, 4, 16, 16, 3], &device);
+    let mut losses = Vec::new();
+    for step in 0..80 {
+        let mut rng = jinn_data::rng::rng_for(0, "test", step);
+        let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+        losses.push(out.loss.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
+        lam = optim.step(3e-3, lam, grads);
+    }
+    let (first, last) = (losses[0], *losses.last().unwrap());
+    eprintln!("LAM overfit: loss {first} → {last}");
+    assert!(last * 5.0 <= first, "loss {first} → {last}: less than a 5× drop");
+}

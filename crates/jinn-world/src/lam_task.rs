@@ -1,0 +1,304 @@
+//! Training the [`Lam`] with the shared loop ([`jinn_train::train_loop`]).
+//!
+//! Same data handling as [`crate::tokenizer_task`]: the train loader's position is stored in
+//! every checkpoint and every random draw derives from `(seed, purpose, step)` (codebook
+//! dropout per micro-batch, dead-code replacement sources per step), so a resumed run is
+//! bit-identical to an uninterrupted one on the CPU backend.
+//!
+//! Dead-code reset (spec §3.3), after the optimiser update: a code unused by every
+//! micro-batch of `reset_threshold` consecutive steps is overwritten by a copy of a code used
+//! in this step. Unlike Jasmine, the per-code counters are saved in checkpoints
+//! (`state.extra["lam_last_active"]`), so a resumed run resets the same codes.
+//!
+//! Metrics (spec §3.3, on frames `1..T−1`): `loss, mse, q_loss, commitment_loss, psnr, ssim,
+//! codebook_usage`, plus `codes_reset` and `grad_norm` (when clipping) in training.
+
+use crate::genie::LAM_KIND;
+use crate::lam::{Lam, LamConfig, LamOutput};
+use crate::task_common::{loader_config, next_batch, open_splits, to_u8, val_loader, videos};
+use crate::tokenizer_task::DataConfig;
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor, TensorData};
+use jinn_data::dataset::Dataset;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::loader::{Batch, Loader};
+use jinn_data::metrics::{mean_psnr, mean_ssim};
+use jinn_data::rng::{derive_seed, rng_for};
+use jinn_data::FrameShape;
+use jinn_nn::{CodeReset, CodeUsage, DeadCodeTracker, NnError, VectorQuantizer};
+use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::config::TrainConfig;
+use jinn_train::optim::clip_global_norm;
+use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::{Result, TrainError};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Key of the dead-code counters in `state.extra`.
+pub const LAST_ACTIVE_KEY: &str = "lam_last_active";
+
+/// A whole LAM run config: `model`, `train` and `data` sections.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LamRunConfig {
+    /// Architecture.
+    pub model: LamConfig,
+    /// Steps, batch, schedule, optimiser, logging and checkpoint cadence.
+    pub train: TrainConfig,
+    /// Clip length and loader threads.
+    pub data: DataConfig,
+}
+
+fn model_err(e: NnError) -> TrainError {
+    TrainError::config("model", e.to_string())
+}
+
+/// The LAM's [`TrainTask`].
+pub struct LamTask {
+    device: Device,
+    model: Lam,
+    optim: ModuleOptimizer,
+    cfg: LamRunConfig,
+    tracker: DeadCodeTracker,
+    train_data: Arc<Dataset>,
+    val_data: Option<Arc<Dataset>>,
+    loader: Loader,
+}
+
+impl LamTask {
+    /// A task over `data_dir` (`train/`, and `val/` if present) training `model` (built from
+    /// `cfg.model`, with its decoder, on the autodiff `device`).
+    pub fn new(cfg: &LamRunConfig, data_dir: &Path, model: Lam, device: Device) -> Result<Self> {
+        cfg.train.validate()?;
+        if cfg.data.seq_len < 2 {
+            return Err(TrainError::config("data.seq_len", "the LAM needs clips of at least 2 frames"));
+        }
+        let m = &cfg.model;
+        let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
+        let (train_data, val_data) =
+            open_splits(data_dir, &cfg.train, &cfg.data, want, "model.height/width/channels")?;
+        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        Ok(LamTask {
+            device,
+            model,
+            optim: cfg.train.optim.init()?,
+            tracker: DeadCodeTracker::new(m.num_codes, m.reset_threshold),
+            cfg: cfg.clone(),
+            train_data,
+            val_data,
+            loader,
+        })
+    }
+
+    /// Build the model from `cfg.model` with its initialisation seeded from the run seed.
+    pub fn from_config(cfg: &LamRunConfig, data_dir: &Path, device: Device) -> Result<Self> {
+        device.seed(derive_seed(cfg.train.seed, "init", 0));
+        let model = cfg.model.init(&device).map_err(model_err)?;
+        Self::new(cfg, data_dir, model, device)
+    }
+
+    /// The model being trained.
+    pub fn model(&self) -> &Lam {
+        &self.model
+    }
+
+    /// The dead-code counters.
+    pub fn tracker(&self) -> &DeadCodeTracker {
+        &self.tracker
+    }
+
+    fn host_metrics(&self, out: &LamOutput, batch: &Batch, sums: &mut Sums) -> Result<CodeUsage> {
+        let s = batch.frame_shape;
+        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t−1, h, w, c]
+        let clip = s.frame_bytes() * batch.seq_len;
+        let gt: Vec<f32> = batch
+            .videos
+            .chunks(clip)
+            .flat_map(|c| c[s.frame_bytes()..].iter().map(|&v| v as f32 / 255.0))
+            .collect(); // frames 1..T−1 of every clip
+        sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
+        sums.mse += out.mse.clone().into_scalar::<f32>() as f64;
+        sums.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
+        sums.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
+        sums.psnr += mean_psnr(&recon, &gt, s)?;
+        sums.ssim += mean_ssim(&recon, &gt, s)?;
+        let usage =
+            CodeUsage::from_indices(out.indices.clone(), self.model.num_codes()).map_err(model_err)?;
+        if sums.code_counts.is_empty() {
+            sums.code_counts = usage.counts.clone();
+        } else {
+            sums.code_counts.iter_mut().zip(&usage.counts).for_each(|(a, c)| *a += c);
+        }
+        sums.count += 1;
+        Ok(usage)
+    }
+}
+
+/// Running sums of per-forward metrics.
+#[derive(Default)]
+struct Sums {
+    loss: f64,
+    mse: f64,
+    q_loss: f64,
+    commitment: f64,
+    psnr: f64,
+    ssim: f64,
+    code_counts: Vec<u64>,
+    count: usize,
+}
+
+impl Sums {
+    fn into_metrics(self) -> Metrics {
+        let n = self.count.max(1) as f64;
+        let usage = CodeUsage { counts: self.code_counts }.fraction_used();
+        Metrics::from([
+            ("loss".to_string(), self.loss / n),
+            ("mse".to_string(), self.mse / n),
+            ("q_loss".to_string(), self.q_loss / n),
+            ("commitment_loss".to_string(), self.commitment / n),
+            ("psnr".to_string(), self.psnr / n),
+            ("ssim".to_string(), self.ssim / n),
+            ("codebook_usage".to_string(), usage),
+        ])
+    }
+}
+
+impl TrainTask for LamTask {
+    fn kind(&self) -> &str {
+        LAM_KIND
+    }
+
+    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+        let mut acc = GradientsAccumulator::<Lam>::new();
+        let mut sums = Sums::default();
+        let mut step_usage = CodeUsage { counts: vec![0; self.model.num_codes()] };
+        for micro in 0..ctx.grad_accum {
+            let batch = next_batch(&mut self.loader)?;
+            let videos = videos(&batch, &self.device); // [b, t, h, w, c]
+            let mut rng =
+                rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
+            let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
+            let usage = self.host_metrics(&out, &batch, &mut sums)?;
+            step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+            let loss = out.loss.div_scalar(ctx.grad_accum as f64);
+            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
+        }
+        let mut grads = acc.grads();
+        let mut metrics = sums.into_metrics();
+        if let Some(max) = ctx.clip_norm {
+            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
+        }
+        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
+        let resets = self.tracker.step(&step_usage, &mut rng).map_err(model_err)?;
+        if !resets.is_empty() {
+            self.model.vq = reset_codes(self.model.vq.clone(), &resets);
+        }
+        metrics.insert("codes_reset".into(), resets.len() as f64);
+        Ok(metrics)
+    }
+
+    fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
+        let Some(data) = self.val_data.clone() else {
+            return Ok(Metrics::new());
+        };
+        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
+        let model = self.model.valid();
+        let device = model.vq.codebook.val().device();
+        let mut sums = Sums::default();
+        for _ in 0..batches {
+            let batch = next_batch(&mut loader)?;
+            let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
+            self.host_metrics(&out, &batch, &mut sums)?;
+        }
+        Ok(sums.into_metrics())
+    }
+
+    /// `images/lam_step_XXXXXX.gif`: frames `1..T−1` of the first validation clip (training
+    /// clip without a val split) beside the LAM's prediction of them.
+    fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
+        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
+        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let model = self.model.valid();
+        let s = batch.frame_shape;
+        let clip = s.frame_bytes() * batch.seq_len;
+        let one = Batch { videos: batch.videos[..clip].to_vec(), batch_size: 1, ..batch.clone() };
+        let out = model.forward_eval(videos(&one, &model.vq.codebook.val().device())).map_err(model_err)?;
+        let recon = to_u8(out.recon); // [t−1, h, w, c]
+        let dir = run_dir.join("images");
+        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+        let panels = [
+            Panel { label: "data", frames: &one.videos[s.frame_bytes()..] },
+            Panel { label: "lam", frames: &recon },
+        ];
+        write_panels_gif(&dir.join(format!("lam_step_{step:06}.gif")), &panels, s, &GifOptions::default())?;
+        Ok(())
+    }
+
+    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+        state.loader = Some(self.loader.position());
+        state.extra.insert(LAST_ACTIVE_KEY.into(), serde_json::json!(self.tracker.last_active));
+        snapshot(&self.model, &self.optim, state)
+    }
+
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = checkpoint.load_model(self.model.clone())?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
+            TrainError::checkpoint(
+                &checkpoint.dir,
+                "state.json has no loader position; cannot resume exactly",
+            )
+        })?;
+        self.loader = Loader::resume(
+            self.train_data.clone(),
+            loader_config(&self.cfg.train, &self.cfg.data),
+            Some(position),
+        )?;
+        let counters = checkpoint.state.extra.get(LAST_ACTIVE_KEY).ok_or_else(|| {
+            TrainError::checkpoint(&checkpoint.dir, format!("state.json has no `{LAST_ACTIVE_KEY}` counters"))
+        })?;
+        let last_active: Vec<u32> = serde_json::from_value(counters.clone()).map_err(|e| {
+            TrainError::checkpoint(&checkpoint.dir, format!("bad `{LAST_ACTIVE_KEY}` counters: {e}"))
+        })?;
+        if last_active.len() != self.tracker.last_active.len() {
+            return Err(TrainError::checkpoint(
+                &checkpoint.dir,
+                format!(
+                    "`{LAST_ACTIVE_KEY}` has {} counters, the model {} codes",
+                    last_active.len(),
+                    self.tracker.last_active.len()
+                ),
+            ));
+        }
+        self.tracker.last_active = last_active;
+        Ok(())
+    }
+}
+
+/// Copy codebook row `source` over row `dead` for every reset, keeping the parameter id (the
+/// optimiser state is untouched, as in Jasmine). Done on the host: `VectorQuantizer::reset_codes`
+/// (jinn-nn) builds a non-leaf tensor that Burn's autodiff refuses to track.
+fn reset_codes(vq: VectorQuantizer, resets: &[CodeReset]) -> VectorQuantizer {
+    let codebook = vq.codebook.map(|c| {
+        let [k, l] = c.dims();
+        let (device, requires) = (c.device(), c.is_require_grad());
+        let old: Vec<f32> = c.try_into_vec_as::<f32>().expect("float tensor data"); // [k, l]
+        let mut new = old.clone();
+        for r in resets {
+            new[r.dead * l..(r.dead + 1) * l].copy_from_slice(&old[r.source * l..(r.source + 1) * l]);
+        }
+        let t = Tensor::<2>::from_data(TensorData::new(new, [k, l]), &device); // [k, l]
+        if requires {
+            t.require_grad()
+        } else {
+            t
+        }
+    });
+    VectorQuantizer { codebook, ..vq }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,74 @@
+use super::*;
+use crate::tokenizer_task::tests::tiny_dataset;
+use jinn_train::train_loop::{run, RunOptions};
+
+fn run_cfg() -> LamRunConfig {
+    let model = LamConfig { num_codes: 6, reset_threshold: 2, ..crate::lam::tests::tiny() };
+    let train = TrainConfig {
+        steps: 6,
+        batch_size: 2,
+        seed: 1,
+        lr: jinn_train::schedule::LrSchedule {
+            kind: jinn_train::schedule::ScheduleKind::Wsd,
+            init_lr: 0.0,
+            max_lr: 3e-3,
+            decay_end: 0.0,
+            warmup_steps: 1,
+            decay_steps: 1,
+        },
+        log_every: 1,
+        val_every: 3,
+        val_batches: 1,
+        image_every: 3,
+        ckpt_every: 3,
+        ..TrainConfig::default()
+    };
+    LamRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
+}
+
+fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &LamRunConfig) -> RunOptions {
+    RunOptions {
+        run_dir: dir.to_path_buf(),
+        config_json: jinn_train::config::to_json(cfg),
+        resume,
+        stop_at,
+        metrics_head_len: 4,
+    }
+}
+
+#[test]
+fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let cfg = run_cfg();
+    let device = Device::flex().autodiff();
+    let init = cfg.model.init(&device).unwrap();
+    let init_bits = crate::genie::tests::bits(&init);
+
+    let full_dir = root.path().join("full");
+    let mut full = LamTask::new(&cfg, &data, init.clone(), device.clone()).unwrap();
+    run(&mut full, &cfg.train, &opts(&full_dir, false, None, &cfg)).unwrap();
+
+    let split_dir = root.path().join("split");
+    let mut first = LamTask::new(&cfg, &data, init.clone(), device.clone()).unwrap();
+    run(&mut first, &cfg.train, &opts(&split_dir, false, Some(3), &cfg)).unwrap();
+    let counters_at_3 = first.tracker().last_active.clone();
+    drop(first);
+    let ckpt = Checkpoint::open(&split_dir.join(jinn_train::checkpoint::step_dir_name(3))).unwrap();
+    assert_eq!(ckpt.state.extra[LAST_ACTIVE_KEY], serde_json::json!(counters_at_3));
+
+    let mut second = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device.clone()).unwrap();
+    run(&mut second, &cfg.train, &opts(&split_dir, true, None, &cfg)).unwrap();
+    let full_bits = crate::genie::tests::bits(full.model());
+    assert_ne!(full_bits, init_bits);
+    assert_eq!(crate::genie::tests::bits(second.model()), full_bits);
+    assert_eq!(second.tracker(), full.tracker());
+
+    let records =
+        jinn_train::metrics_log::read_metrics(&full_dir.join(jinn_train::metrics_log::METRICS_FILE)).unwrap();
+    let resets: f64 = records.iter().filter_map(|r| r.metrics.get("codes_reset")).sum();
+    // 6 codes, 4 transitions per step, threshold 2: some code goes unused for 2 steps.
+    assert!(resets > 0.0, "no dead code was reset");
+    assert!(full_dir.join("images/lam_step_000003.gif").is_file());
+}

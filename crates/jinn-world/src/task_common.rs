@@ -1,0 +1,132 @@
+//! Pieces shared by the LAM and dynamics training tasks: opening splits with a frame-shape
+//! check, loader configs, batches as tensors.
+
+use crate::tokenizer::frames_to_unit;
+use crate::tokenizer_task::DataConfig;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use jinn_data::dataset::Dataset;
+use jinn_data::loader::{Batch, Loader, LoaderConfig};
+use jinn_data::rng::derive_seed;
+use jinn_data::FrameShape;
+use jinn_train::config::TrainConfig;
+use jinn_train::{Result, TrainError};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Open `<data_dir>/<split>` and check its frames are `want` (named by `field` in errors).
+pub(crate) fn open_split(
+    data_dir: &Path,
+    split: &str,
+    seq_len: usize,
+    want: FrameShape,
+    field: &str,
+) -> Result<Arc<Dataset>> {
+    let path = data_dir.join(split);
+    let dataset = Dataset::open(&path, seq_len, None)?;
+    let got = dataset.frame_shape();
+    if (got.height, got.width, got.channels) != (want.height, want.width, want.channels) {
+        return Err(TrainError::config(
+            field,
+            format!(
+                "the model expects {}×{}×{} frames but {} holds {}×{}×{} frames (its metadata.json)",
+                want.height,
+                want.width,
+                want.channels,
+                path.display(),
+                got.height,
+                got.width,
+                got.channels
+            ),
+        ));
+    }
+    Ok(Arc::new(dataset))
+}
+
+/// The train split and, if present, the val split (required when `val_every > 0`).
+pub(crate) fn open_splits(
+    data_dir: &Path,
+    train: &TrainConfig,
+    data: &DataConfig,
+    want: FrameShape,
+    field: &str,
+) -> Result<(Arc<Dataset>, Option<Arc<Dataset>>)> {
+    let train_data = open_split(data_dir, "train", data.seq_len, want, field)?;
+    let val_data = if data_dir.join("val").exists() {
+        Some(open_split(data_dir, "val", data.seq_len, want, field)?)
+    } else {
+        None
+    };
+    if train.val_every > 0 && val_data.is_none() {
+        return Err(TrainError::config(
+            "train.val_every",
+            format!(
+                "{} has no val/ split; set train.val_every = 0 to train without validation",
+                data_dir.display()
+            ),
+        ));
+    }
+    Ok((train_data, val_data))
+}
+
+/// The training loader's config.
+pub(crate) fn loader_config(train: &TrainConfig, data: &DataConfig) -> LoaderConfig {
+    LoaderConfig {
+        batch_size: train.micro_batch(),
+        seq_len: data.seq_len,
+        seed: train.seed,
+        rank: 0,
+        world_size: 1,
+        threads: data.loader_threads,
+        prefetch: data.prefetch,
+    }
+}
+
+/// A fresh validation loader (same clips every time: seeded from the run seed).
+pub(crate) fn val_loader(train: &TrainConfig, data: &DataConfig, split: Arc<Dataset>) -> Result<Loader> {
+    let cfg = LoaderConfig {
+        seed: derive_seed(train.seed, "val-loader", 0),
+        threads: 0,
+        ..loader_config(train, data)
+    };
+    Ok(Loader::new(split, cfg)?)
+}
+
+/// The loader's next batch (it cycles forever).
+pub(crate) fn next_batch(loader: &mut Loader) -> Result<Batch> {
+    match loader.next() {
+        Some(batch) => Ok(batch?),
+        None => Err(TrainError::config("data", "the loader ended; it should cycle forever")),
+    }
+}
+
+/// The batch's clips `[B, T, H, W, C]` in `[0, 1]`.
+pub(crate) fn videos(batch: &Batch, device: &Device) -> Tensor<5> {
+    let s = batch.frame_shape;
+    frames_to_unit(&batch.videos, [batch.batch_size, batch.seq_len, s.height, s.width, s.channels], device)
+}
+
+/// The batch's actions `[B, T]` (one value per frame), if it carries any.
+pub(crate) fn actions(batch: &Batch, device: &Device) -> Result<Option<Tensor<2, Int>>> {
+    let Some(actions) = &batch.actions else { return Ok(None) };
+    if batch.action_dims != 1 {
+        return Err(TrainError::config(
+            "--actions",
+            format!(
+                "ground-truth actions need one discrete action per frame; the data has {}",
+                batch.action_dims
+            ),
+        ));
+    }
+    let data = TensorData::new(actions.clone(), [batch.batch_size, batch.seq_len]);
+    Ok(Some(Tensor::from_data(data, device)))
+}
+
+/// f32 frames in `[0, 1]` → u8 (rounded, clamped).
+pub(crate) fn to_u8(frames: Tensor<5>) -> Vec<u8> {
+    frames
+        .try_into_vec_as::<f32>()
+        .expect("float tensor data")
+        .iter()
+        .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+        .collect()
+}
