@@ -96,6 +96,7 @@ impl Default for GraphRunConfig {
                 ckpt_every: 500,
                 keep_last: 2,
                 keep_every: 0,
+                ..TrainConfig::default()
             },
             objective: ObjectiveConfig::default(),
         }
