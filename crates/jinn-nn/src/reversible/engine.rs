@@ -144,7 +144,8 @@ impl Engine {
             .and_then(Lift::of)
             .or_else(|| Lift::of_tensor(&x))
             .ok_or(EngineError::NotAutodiff)?;
-        let check = self.mode == Mode::Reconstruct && self.monitor.every > 0 && self.step % self.monitor.every == 0;
+        let check =
+            self.mode == Mode::Reconstruct && self.monitor.every > 0 && self.step % self.monitor.every == 0;
         self.step += 1;
 
         let mut h = x.inner(); // [.., M]

@@ -23,7 +23,9 @@ mod tests;
 
 pub use block::{recompute_vjp, Block, ReverseStep, ReversibleBlock};
 pub use coupling::{AdditiveCoupling, AffineCoupling};
-pub use engine::{backprop_into, forward_standard, Engine, EngineError, Mode, MonitorConfig, MonitorStats, Tape};
+pub use engine::{
+    backprop_into, forward_standard, Engine, EngineError, Mode, MonitorConfig, MonitorStats, Tape,
+};
 pub use grads::{accumulate, merge, Lift};
 pub use presets::{
     AdditiveFfnBlock, AffineFfnBlock, FfnCouplingConfig, ReversibleAxialBlock, ReversibleAxialConfig,

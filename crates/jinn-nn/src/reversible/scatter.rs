@@ -59,7 +59,8 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted, (0..10).collect::<Vec<_>>());
         assert_ne!(s.permutation, (0..10).collect::<Vec<_>>(), "seed 3 should move channels");
-        let x = Tensor::<2>::from_data(TensorData::new((0..20).map(|v| v as f32).collect(), [2, 10]), &device);
+        let x =
+            Tensor::<2>::from_data(TensorData::new((0..20).map(|v| v as f32).collect(), [2, 10]), &device);
         let y: Vec<f32> = s.forward(x.clone()).try_into_vec_as().unwrap();
         for i in 0..10 {
             assert_eq!(y[i], s.permutation[i] as f32);

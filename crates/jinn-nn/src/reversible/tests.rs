@@ -77,10 +77,11 @@ fn grads_of<M: Module>(module: &M, grads: &GradientsParams) -> Vec<(ParamId, Vec
     c.out
 }
 
-/// max|a − b| / max|b| ≤ tol, tensor by tensor.
+/// max|a − b| / max(max|b|, floor) ≤ tol, tensor by tensor. The floor matters only for
+/// gradients that are zero in exact arithmetic (attention key biases: softmax ignores them).
 fn assert_close(what: &str, a: &[f32], b: &[f32], tol: f32) {
     assert_eq!(a.len(), b.len(), "{what}: length");
-    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-12);
+    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
     let rel = max_abs_diff(a, b) / scale;
     assert!(rel <= tol, "{what}: relative difference {rel:e} > {tol:e}");
 }
@@ -272,7 +273,7 @@ fn engine_gradients_match_finite_differences() {
     let weight = &blocks[0].s.up.weight;
     let gw = to_vec(gp.get::<2>(weight.id).unwrap());
     let dims = weight.val().dims();
-    for k in [0, 5, 17, dims[0] * dims[1] - 1] {
+    for k in [0, 5, 11, dims[0] * dims[1] - 1] {
         let bump = |sign: f32| {
             let mut d = vec![0.0f32; dims[0] * dims[1]];
             d[k] = sign * eps;
@@ -293,8 +294,8 @@ fn monitor_falls_back_on_an_ill_conditioned_stack() {
     // subtraction in the inverse loses the input's digits.
     let mut blocks = FfnCouplingConfig::new(8, 16).init_additive(24, &device).unwrap();
     for b in &mut blocks {
-        b.f.down.weight = b.f.down.weight.clone().map(|w| w * 1e4);
-        b.g.down.weight = b.g.down.weight.clone().map(|w| w * 1e4);
+        b.f.down.weight = b.f.down.weight.clone().map(|w| (w * 1e4).detach().require_grad());
+        b.g.down.weight = b.g.down.weight.clone().map(|w| (w * 1e4).detach().require_grad());
     }
     let s = Setup { stem: init::linear(6, 8, &device), blocks, head: init::linear(8, 3, &device) };
     let (x, target) = (randn([4, 6], &device), randn([4, 3], &device));
