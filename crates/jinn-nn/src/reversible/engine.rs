@@ -102,7 +102,7 @@ pub struct Tape<const D: usize> {
 
 #[derive(Debug)]
 enum Kept<const D: usize> {
-    Reconstruct { output: Tensor<D>, input: Option<Tensor<D>> },
+    Reconstruct { output: Box<Tensor<D>>, input: Option<Box<Tensor<D>>> },
     Inputs(Vec<Tensor<D>>),
 }
 
@@ -144,8 +144,9 @@ impl Engine {
             .and_then(Lift::of)
             .or_else(|| Lift::of_tensor(&x))
             .ok_or(EngineError::NotAutodiff)?;
-        let check =
-            self.mode == Mode::Reconstruct && self.monitor.every > 0 && self.step % self.monitor.every == 0;
+        let check = self.mode == Mode::Reconstruct
+            && self.monitor.every > 0
+            && self.step.is_multiple_of(self.monitor.every);
         self.step += 1;
 
         let mut h = x.inner(); // [.., M]
@@ -158,7 +159,9 @@ impl Engine {
             h = block.valid().forward(h);
         }
         let kept = match self.mode {
-            Mode::Reconstruct => Kept::Reconstruct { output: h.clone(), input: stored_input },
+            Mode::Reconstruct => {
+                Kept::Reconstruct { output: Box::new(h.clone()), input: stored_input.map(Box::new) }
+            }
             Mode::StoreInputs => Kept::Inputs(inputs),
         };
         Ok((lift.leaf(h), Tape { lift, depth: blocks.len(), kept }))
@@ -178,7 +181,7 @@ impl Engine {
         let lift = tape.lift;
         let (output, stored_input) = match tape.kept {
             Kept::Inputs(inputs) => return Ok(stored_backward(blocks, inputs, grad_out, &lift, grads)),
-            Kept::Reconstruct { output, input } => (output, input),
+            Kept::Reconstruct { output, input } => (*output, input.map(|x| *x)),
         };
         let grad_out = grad_out.inner();
         let mut local = GradientsParams::new();

@@ -62,8 +62,8 @@ mod tests {
         let x =
             Tensor::<2>::from_data(TensorData::new((0..20).map(|v| v as f32).collect(), [2, 10]), &device);
         let y: Vec<f32> = s.forward(x.clone()).try_into_vec_as().unwrap();
-        for i in 0..10 {
-            assert_eq!(y[i], s.permutation[i] as f32);
+        for (got, &src) in y.iter().zip(&s.permutation) {
+            assert_eq!(*got, src as f32);
         }
         let back: Vec<f32> = s.inverse(s.forward(x.clone())).try_into_vec_as().unwrap();
         assert_eq!(back, x.try_into_vec_as::<f32>().unwrap());

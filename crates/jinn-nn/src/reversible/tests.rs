@@ -340,10 +340,11 @@ fn log_abs_det(mut a: Vec<Vec<f64>>) -> f64 {
         a.swap(c, p);
         let pivot = a[c][c];
         log_det += pivot.abs().ln();
-        for r in c + 1..n {
-            let f = a[r][c] / pivot;
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+        let pivot_row = a[c].clone();
+        for row in a.iter_mut().skip(c + 1) {
+            let f = row[c] / pivot;
+            for (v, p) in row.iter_mut().zip(&pivot_row).skip(c) {
+                *v -= f * p;
             }
         }
     }
