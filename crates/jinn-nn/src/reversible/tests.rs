@@ -77,11 +77,25 @@ fn grads_of<M: Module>(module: &M, grads: &GradientsParams) -> Vec<(ParamId, Vec
     c.out
 }
 
-/// max|a − b| / max(max|b|, floor) ≤ tol, tensor by tensor. The floor matters only for
-/// gradients that are zero in exact arithmetic (attention key biases: softmax ignores them).
+/// Largest |gradient| over all parameters.
+fn global_scale(grads: &[(ParamId, Vec<f32>)]) -> f32 {
+    grads.iter().flat_map(|(_, g)| g.iter()).fold(0.0f32, |m, v| m.max(v.abs()))
+}
+
+/// max|a − b| / max(max|b|, floor) ≤ tol, tensor by tensor. The floor (a hundredth of the
+/// largest gradient of the model) matters only for gradients that are zero in exact arithmetic
+/// (attention key biases: softmax ignores them), where f32 leaves pure rounding noise.
+fn assert_close_floor(what: &str, a: &[f32], b: &[f32], tol: f32, floor: f32) {
+    assert_eq!(a.len(), b.len(), "{what}: length");
+    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(floor).max(1e-12);
+    let rel = max_abs_diff(a, b) / scale;
+    assert!(rel <= tol, "{what}: relative difference {rel:e} > {tol:e}");
+}
+
+/// max|a − b| / max|b| ≤ tol.
 fn assert_close(what: &str, a: &[f32], b: &[f32], tol: f32) {
     assert_eq!(a.len(), b.len(), "{what}: length");
-    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
+    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-12);
     let rel = max_abs_diff(a, b) / scale;
     assert!(rel <= tol, "{what}: relative difference {rel:e} > {tol:e}");
 }
@@ -158,9 +172,10 @@ fn compare_with_standard<const D: usize, B: ReversibleBlock<D>>(
         let (got_p, got_x) = engine_step(&s, &mut engine, x.clone(), target.clone(), false);
         assert_close(&format!("{name} {mode:?} input grad"), &got_x, &want_x, 1e-4);
         assert_eq!(got_p.len(), want_p.len(), "{name}: parameter count");
+        let floor = 1e-2 * global_scale(&want_p);
         for (i, ((ig, g), (iw, w))) in got_p.iter().zip(&want_p).enumerate() {
             assert_eq!(ig, iw);
-            assert_close(&format!("{name} {mode:?} param #{i}"), g, w, 1e-4);
+            assert_close_floor(&format!("{name} {mode:?} param #{i}"), g, w, 1e-4, floor);
         }
     }
 }
@@ -209,8 +224,9 @@ fn stored_input_mode_matches_standard_for_plain_axial_blocks() {
     let mut g = backprop_into(h, gh);
     accumulate(&mut gp, &s.stem, &mut g);
     assert_close("axial stored input grad", &to_vec(x.grad(&g).unwrap()), &want_x, 1e-4);
+    let floor = 1e-2 * global_scale(&want_p);
     for ((_, got), (_, want)) in grads_of(&s.params(), &gp).iter().zip(&want_p) {
-        assert_close("axial stored param", got, want, 1e-4);
+        assert_close_floor("axial stored param", got, want, 1e-4, floor);
     }
 }
 
@@ -246,9 +262,11 @@ fn linear_loss<B: Block<2>>(blocks: &[B], x: &[f32], w: &Tensor<2>, device: &Dev
 #[test]
 fn engine_gradients_match_finite_differences() {
     let device = Device::flex().autodiff();
-    let blocks = FfnCouplingConfig::new(4, 8).init_affine(3, &device).unwrap();
+    // Width 8: each LayerNorm sees 4 features (over 2 it is a sign function, too sharp for
+    // finite differences).
+    let blocks = FfnCouplingConfig::new(8, 8).init_affine(3, &device).unwrap();
     let plain: Vec<AffineFfnBlock> = blocks.iter().map(|b| b.valid()).collect();
-    let shape = [2, 4];
+    let shape = [2, 8];
     let x = randn(shape, &device);
     let w = randn(shape, &device).inner();
     let mut engine = Engine::new(Mode::Reconstruct, MonitorConfig::default());
@@ -258,7 +276,7 @@ fn engine_gradients_match_finite_differences() {
 
     // Input gradient, every coordinate, central differences in f32 (loss is O(1), eps 1e-2).
     let x0 = to_vec(x.inner());
-    let eps = 1e-2f32;
+    let eps = 5e-3f32;
     for j in 0..x0.len() {
         let (mut xp, mut xm) = (x0.clone(), x0.clone());
         xp[j] += eps;
@@ -290,12 +308,12 @@ fn engine_gradients_match_finite_differences() {
 #[test]
 fn monitor_falls_back_on_an_ill_conditioned_stack() {
     let device = Device::flex().autodiff();
-    // Additive stack whose FFN outputs are scaled by 1e4: the stream grows to ~1e5 and the
+    // Additive stack whose FFN outputs are scaled by 1e5: the stream grows to ~1e6 and the
     // subtraction in the inverse loses the input's digits.
     let mut blocks = FfnCouplingConfig::new(8, 16).init_additive(24, &device).unwrap();
     for b in &mut blocks {
-        b.f.down.weight = b.f.down.weight.clone().map(|w| (w * 1e4).detach().require_grad());
-        b.g.down.weight = b.g.down.weight.clone().map(|w| (w * 1e4).detach().require_grad());
+        b.f.down.weight = b.f.down.weight.clone().map(|w| (w * 1e5).detach().require_grad());
+        b.g.down.weight = b.g.down.weight.clone().map(|w| (w * 1e5).detach().require_grad());
     }
     let s = Setup { stem: init::linear(6, 8, &device), blocks, head: init::linear(8, 3, &device) };
     let (x, target) = (randn([4, 6], &device), randn([4, 3], &device));
@@ -306,15 +324,21 @@ fn monitor_falls_back_on_an_ill_conditioned_stack() {
     let stats = engine.stats();
     assert_eq!((stats.checks, stats.fallbacks), (1, 1), "error {:?}", stats.last_error);
     assert!(stats.last_error.unwrap() > 1e-4);
-    // The fallback is standard backprop: same gradients as the reference.
-    assert_close("fallback input grad", &got_x, &want_x, 1e-4);
+    // The fallback is standard backprop: same gradients as the reference (1e-3: on a stream of
+    // ~1e5 the reference itself moves by ~1e-4 with the order of multithreaded reductions).
+    assert_close("fallback input grad", &got_x, &want_x, 1e-3);
+    let floor = 1e-2 * global_scale(&want_p);
     for ((_, g), (_, w)) in got_p.iter().zip(&want_p) {
-        assert_close("fallback param", g, w, 1e-4);
+        assert_close_floor("fallback param", g, w, 1e-3, floor);
     }
     // Without the monitor the same stack gives wrong gradients: the fallback was needed.
     let mut blind = Engine::new(Mode::Reconstruct, MonitorConfig { every: 0, threshold: 1e-4 });
     let (_, blind_x) = engine_step(&s, &mut blind, x, target, false);
-    assert!(max_abs_diff(&blind_x, &want_x) > 1e-3 * want_x.iter().fold(0.0f32, |m, v| m.max(v.abs())));
+    let blind_rel = max_abs_diff(&blind_x, &want_x) / want_x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(
+        blind_rel > 1e-2,
+        "reconstructed gradient only {blind_rel:e} off: stack not ill-conditioned enough"
+    );
 }
 
 #[test]
