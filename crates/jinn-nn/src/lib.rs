@@ -15,6 +15,7 @@ pub mod error;
 pub mod init;
 pub mod patch;
 pub mod position;
+pub mod reversible;
 pub mod vq;
 
 #[cfg(test)]

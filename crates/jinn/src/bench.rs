@@ -4,7 +4,8 @@
 mod data;
 mod train;
 mod text;
-pub mod graph;
+mod graph;
+mod rev;
 
 use clap::Subcommand;
 
@@ -23,6 +24,9 @@ pub enum BenchCommand {
     Tokenizer(text::TokenizerBenchArgs),
     /// Knowledge-graph link prediction (Nations, UMLS) and 2-hop path questions vs baselines.
     Graph(graph::GraphBenchArgs),
+    /// Peak memory and step time of a reversible stack, standard vs memory-free backprop,
+    /// across depths (each configuration in a fresh process).
+    Rev(rev::RevBenchArgs),
 }
 
 /// Run a benchmark.
@@ -32,5 +36,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Train(a) => train::run(a),
         BenchCommand::Tokenizer(a) => text::run(a),
         BenchCommand::Graph(a) => graph::run(a),
+        BenchCommand::Rev(a) => rev::run(a),
     }
 }
