@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod data;
 mod logging;
+mod play;
 mod progress;
 mod train;
 
@@ -28,6 +29,8 @@ enum Command {
     /// Train models (the VQ-VAE tokenizer).
     #[command(subcommand)]
     Train(train::TrainCommand),
+    /// Play a world model in the browser (serves the page and the /v1 HTTP API).
+    Play(play::PlayArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +40,6 @@ fn main() -> anyhow::Result<()> {
         Command::Data(cmd) => data::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Train(cmd) => train::run(cmd),
+        Command::Play(a) => play::run(a),
     }
 }
