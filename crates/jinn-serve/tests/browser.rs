@@ -133,8 +133,10 @@ impl Cdp {
     fn wait_for(&mut self, expression: &str) {
         let t = Instant::now();
         while self.eval(expression) != json!(true) {
-            let state =
-                self.eval("JSON.stringify({steps: jinn.steps, index: jinn.index, err: jinn.lastError})");
+            let state = self.eval(
+                "window.jinn ? JSON.stringify({steps: jinn.steps, index: jinn.index, err: jinn.lastError}) \
+                 : 'not loaded: ' + location.href",
+            );
             assert!(
                 t.elapsed() < Duration::from_secs(20),
                 "timed out waiting for {expression}; page: {state}"
@@ -229,7 +231,7 @@ fn keys_and_buttons_drive_the_page_in_headless_chromium() {
     assert_ne!(left, right, "two actions from the same frame give different frames");
     assert_eq!(left, reference_step(&start, 0));
 
-    cdp.click("button.action[data-action='3']");
+    cdp.click(r#"button.action[data-action="3"]"#);
     cdp.wait_for("jinn.steps === 3 && !jinn.busy");
     let down = cdp.canvas();
     assert_eq!(down, reference_step(&left, 3), "the on-screen button steps with its action");
