@@ -139,6 +139,9 @@ fn sessions_start_from_a_dataset_frame_or_uploaded_pngs() {
     assert_eq!(s.step(&id, 2, SHAPE), (2, reference_step(&mine, 2)));
 }
 
+/// A request to make, deferred.
+type Call<'a> = Box<dyn Fn() -> common::Reply + 'a>;
+
 #[test]
 fn bad_requests_get_4xx_with_a_message() {
     let (s, _) = start_fake(SHAPE, Limits { max_body_bytes: 4096, ..Limits::default() });
@@ -149,7 +152,7 @@ fn bad_requests_get_4xx_with_a_message() {
     let small = to_base64(&encode_png(&small).unwrap());
     let ok_png = to_base64(&encode_png(&FakeWorld::pattern(SHAPE, 1)).unwrap());
 
-    let cases: Vec<(Box<dyn Fn() -> common::Reply>, u16, &str)> = vec![
+    let cases: Vec<(Call, u16, &str)> = vec![
         (
             Box::new(|| s.post(&step, r#"{"action": 5}"#)),
             400,
