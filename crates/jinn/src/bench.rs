@@ -6,6 +6,7 @@ mod train;
 mod text;
 mod graph;
 mod rev;
+mod serve;
 
 use clap::Subcommand;
 
@@ -27,6 +28,9 @@ pub enum BenchCommand {
     /// Peak memory and step time of a reversible stack, standard vs memory-free backprop,
     /// across depths (each configuration in a fresh process).
     Rev(rev::RevBenchArgs),
+    /// Step latency (p50/p95) and frames/s through the HTTP API vs. calling the model directly,
+    /// with the fake model.
+    Serve(serve::ServeBenchArgs),
 }
 
 /// Run a benchmark.
@@ -37,5 +41,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Tokenizer(a) => text::run(a),
         BenchCommand::Graph(a) => graph::run(a),
         BenchCommand::Rev(a) => rev::run(a),
+        BenchCommand::Serve(a) => serve::run(a),
     }
 }

@@ -8,6 +8,7 @@ mod eval;
 mod graph;
 mod logging;
 mod plot;
+mod play;
 mod progress;
 mod text;
 mod train;
@@ -44,6 +45,8 @@ enum Command {
     /// Knowledge-graph reasoning: train, evaluate and query complex-amplitude link predictors.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
+    /// Play a world model in the browser (serves the page and the /v1 HTTP API).
+    Play(play::PlayArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -57,5 +60,6 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(cmd) => eval::run(cmd),
         Command::Plot(a) => plot::run(a),
         Command::Graph(cmd) => graph::run(cmd),
+        Command::Play(a) => play::run(a),
     }
 }
