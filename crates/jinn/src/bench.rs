@@ -2,8 +2,8 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
-mod train;
 mod text;
+mod train;
 
 use clap::Subcommand;
 
