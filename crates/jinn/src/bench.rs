@@ -2,11 +2,11 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
-mod train;
-mod text;
 mod graph;
 mod rev;
 mod serve;
+mod text;
+mod train;
 
 use clap::Subcommand;
 

@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context};
 use jinn_text::tokenizer::affixes::{AffixKind, AffixSet};
+use jinn_text::tokenizer::morph::Dampening;
 use jinn_text::tokenizer::{MorphConfig, Tokenizer, TrainConfig};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::Write;
@@ -34,6 +35,21 @@ pub struct TokenizerBenchArgs {
     /// Timed encode rounds (interleaved; best round reported).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
+    /// Override the morph model's corpus weight α (default: `MorphConfig::default()`).
+    #[arg(long)]
+    pub corpus_weight: Option<f64>,
+    /// Override the morph model's count dampening: none, log or ones.
+    #[arg(long, value_parser = parse_dampening)]
+    pub dampening: Option<Dampening>,
+}
+
+fn parse_dampening(s: &str) -> Result<Dampening, String> {
+    match s {
+        "none" => Ok(Dampening::None),
+        "log" => Ok(Dampening::Log),
+        "ones" => Ok(Dampening::Ones),
+        _ => Err(format!("expected none, log or ones, got {s:?}")),
+    }
 }
 
 /// Something that encodes a word-in-context and a document.
@@ -99,7 +115,7 @@ mod hf {
             "HF tokenizers BPE"
         }
         fn count(&self, doc: &str) -> usize {
-            self.0.encode(doc, false).expect("HF encode").len()
+            self.0.encode_fast(doc, false).expect("HF encode").len()
         }
         fn word_boundaries(&self, word: &str) -> BTreeSet<usize> {
             let enc = self.0.encode(format!(" {word}"), false).expect("HF encode");
@@ -120,7 +136,16 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
     let words: usize = docs.iter().map(|d| d.split_whitespace().count()).sum();
     println!("corpus: {} files, {:.2} MB, {words} words; vocab {}", docs.len(), bytes as f64 / 1e6, a.vocab);
     let affixes = AffixSet::load(&a.aff).with_context(|| format!("--aff {}", a.aff.display()))?;
-    let cfg = TrainConfig { vocab_size: a.vocab, affixes: affixes.clone(), ..TrainConfig::default() };
+    let mut morph = MorphConfig::default();
+    morph.corpus_weight = a.corpus_weight.unwrap_or(morph.corpus_weight);
+    morph.dampening = a.dampening.unwrap_or(morph.dampening);
+    println!("morph model: corpus weight {}, dampening {:?}", morph.corpus_weight, morph.dampening);
+    let cfg = TrainConfig {
+        vocab_size: a.vocab,
+        affixes: affixes.clone(),
+        morph: Some(morph.clone()),
+        ..TrainConfig::default()
+    };
     let t = Instant::now();
     let mgt = Tokenizer::train(&docs, &cfg)?;
     let mgt_train = t.elapsed().as_secs_f64();
@@ -129,8 +154,9 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
     let plain_train = t.elapsed().as_secs_f64();
     let unseeded = Tokenizer::train(
         &docs,
-        &TrainConfig { affixes: AffixSet::default(), morph: Some(MorphConfig::default()), ..cfg.clone() },
+        &TrainConfig { affixes: AffixSet::default(), morph: Some(morph), ..cfg.clone() },
     )?;
+    #[cfg_attr(not(feature = "hf-baseline"), allow(unused_mut))]
     let mut subjects: Vec<(Box<dyn Subject + '_>, f64)> = vec![
         (Box::new(Jinn("MGT (hunspell-seeded)", &mgt)), mgt_train),
         (Box::new(Jinn("MGT (unseeded)", &unseeded)), f64::NAN),
@@ -235,7 +261,10 @@ fn silver_standard(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .context("running `hunspell -m` (install Debian's hunspell and hunspell-en-us)")?;
+        .context(
+            "cannot run `hunspell`: the boundary-F1 silver standard needs it \
+             (`apt-get install -y hunspell hunspell-en-us`)",
+        )?;
     let input = sample.join("\n") + "\n";
     let mut stdin = child.stdin.take().expect("piped");
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
