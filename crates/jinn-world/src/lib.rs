@@ -21,7 +21,7 @@ pub use genie::{
     GenieOutput, DYNAMICS_KIND, LAM_KIND,
 };
 pub use lam::{Lam, LamConfig, LamOutput};
-pub use sample::{sample, Rollout, SamplerConfig};
 pub use lam_task::{LamRunConfig, LamTask};
+pub use sample::{sample, Rollout, SamplerConfig};
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
 pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};

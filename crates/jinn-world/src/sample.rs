@@ -101,7 +101,11 @@ pub fn sample(
     let context_host: Vec<i64> = context.clone().try_into_vec_as::<i64>().expect("integer tensor data");
     let v = dynamics.num_codes();
     if let Some(bad) = context_host.iter().find(|&&tok| tok < 0 || tok as usize >= v) {
-        return Err(NnError::Shape { what: "context token", expected: format!("in 0..{v}"), got: bad.to_string() });
+        return Err(NnError::Shape {
+            what: "context token",
+            expected: format!("in 0..{v}"),
+            got: bad.to_string(),
+        });
     }
     let mut state = State {
         dynamics,
@@ -215,7 +219,8 @@ impl State<'_> {
     /// Uncached logits of frame `f` `[B, N, V]`: the whole model on frames `0..=f`.
     fn uncached_logits(&self, f: usize, mask: Option<&[bool]>) -> Result<Tensor<3>, NnError> {
         let [b, s, n] = self.dims;
-        let ids: Vec<i64> = (0..b).flat_map(|bi| self.tokens[bi * s * n..(bi * s + f + 1) * n].to_vec()).collect();
+        let ids: Vec<i64> =
+            (0..b).flat_map(|bi| self.tokens[bi * s * n..(bi * s + f + 1) * n].to_vec()).collect();
         let ids = Tensor::<3, Int>::from_data(TensorData::new(ids, [b, f + 1, n]), &self.device);
         let mask = mask.map(|frame_mask| {
             let mut full = vec![false; b * (f + 1) * n];
@@ -293,11 +298,13 @@ impl State<'_> {
                     let x = if pos == 0 {
                         self.action_slot(f)
                     } else {
-                        let prev: Vec<i64> = (0..b).map(|bi| self.tokens[(bi * self.dims[1] + f) * n + pos - 1]).collect();
+                        let prev: Vec<i64> =
+                            (0..b).map(|bi| self.tokens[(bi * self.dims[1] + f) * n + pos - 1]).collect();
                         self.embed(prev, 1)
                     }; // [b, 1, m]
                     let cache = self.cache.as_mut().expect("checked");
-                    cache.forward_slot(&dynamics.transformer, x, pos)?.reshape([b, v]) // [b, v]
+                    cache.forward_slot(&dynamics.transformer, x, pos)?.reshape([b, v])
+                    // [b, v]
                 }
                 false => self.uncached_logits(f, None)?.slice([0..b, pos..pos + 1, 0..v]).reshape([b, v]),
             };

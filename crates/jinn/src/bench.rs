@@ -2,9 +2,9 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
-mod train;
-mod text;
 pub mod graph;
+mod text;
+mod train;
 
 use clap::Subcommand;
 

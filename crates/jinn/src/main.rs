@@ -3,12 +3,14 @@
 mod args;
 mod bench;
 mod data;
+mod demo;
 mod device;
 mod eval;
 mod graph;
 mod logging;
 mod plot;
 mod progress;
+mod sample;
 mod text;
 mod train;
 
@@ -44,6 +46,10 @@ enum Command {
     /// Knowledge-graph reasoning: train, evaluate and query complex-amplitude link predictors.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
+    /// Roll a trained world model out from real context frames: GIF and per-frame PSNR/SSIM.
+    Sample(sample::SampleArgs),
+    /// Generate breakout data, train tokenizer → LAM → dynamics, sample a rollout GIF.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -57,5 +63,7 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(cmd) => eval::run(cmd),
         Command::Plot(a) => plot::run(a),
         Command::Graph(cmd) => graph::run(cmd),
+        Command::Sample(a) => sample::run(a),
+        Command::Demo(a) => demo::run(a),
     }
 }

@@ -1,8 +1,8 @@
 //! `jinn train …`: train a model with the shared training loop.
 
-mod progress;
 mod dynamics;
 mod lam;
+mod progress;
 mod report;
 mod tokenizer;
 

@@ -3,8 +3,8 @@
 //! median / p10 / p90 ms per step and the peak resident memory, with their ratios to the
 //! issue-3 targets and to Jasmine's figures at jasmine-small.
 
-use anyhow::{bail, Context};
 use crate::device::DeviceSpec;
+use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::train_loop::{StepContext, TrainTask};
