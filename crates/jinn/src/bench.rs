@@ -2,6 +2,7 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
+mod sample;
 pub mod graph;
 mod text;
 mod train;
@@ -23,6 +24,8 @@ pub enum BenchCommand {
     Tokenizer(text::TokenizerBenchArgs),
     /// Knowledge-graph link prediction (Nations, UMLS) and 2-hop path questions vs baselines.
     Graph(graph::GraphBenchArgs),
+    /// World-model rollout frames/s: causal and MaskGIT sampling with vs without KV caches.
+    Sample(sample::SampleBenchArgs),
 }
 
 /// Run a benchmark.
@@ -32,5 +35,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Train(a) => train::run(a),
         BenchCommand::Tokenizer(a) => text::run(a),
         BenchCommand::Graph(a) => graph::run(a),
+        BenchCommand::Sample(a) => sample::run(a),
     }
 }
