@@ -245,14 +245,13 @@ impl State<'_> {
         let mut mask = vec![true; b * n]; // [b, n]
         let mut kept = vec![0.0f32; b * n * v];
         for step in 0..cfg.maskgit_steps {
-            let logits = if self.cache.is_some() {
-                let x = self.frame_input(f, Some(&mask)); // [b, n+1, m]
-                let (dynamics, cache) = (self.dynamics, self.cache.as_mut().expect("checked"));
-                let out = cache.forward_frame(&dynamics.transformer, x)?; // [b, n+1, v]
-                out.slice([0..b, 1..n + 1, 0..v]) // [b, n, v]
-            } else {
-                self.uncached_logits(f, Some(&mask))?
-            };
+            let x = self.frame_input(f, Some(&mask)); // [b, n+1, m]
+            let logits = match self.cache.as_mut() {
+                Some(cache) => {
+                    cache.forward_frame(&self.dynamics.transformer, x)?.slice([0..b, 1..n + 1, 0..v])
+                }
+                None => self.uncached_logits(f, Some(&mask))?,
+            }; // [b, n, v]
             let logits: Vec<f32> = logits.try_into_vec_as::<f32>().expect("float tensor data");
             let tau = cfg.temperature * (1.0 - maskgit_ratio(step, cfg.maskgit_steps));
             let keep = maskgit_keep_masked(n, step, cfg.maskgit_steps);
@@ -276,10 +275,9 @@ impl State<'_> {
             }
         }
         // The final tokens' keys/values become part of the cached context.
-        if self.cache.is_some() {
-            let x = self.frame_input(f, None); // [b, n+1, m]
-            let (dynamics, cache) = (self.dynamics, self.cache.as_mut().expect("checked"));
-            cache.forward_frame(&dynamics.transformer, x)?;
+        let x = self.frame_input(f, None); // [b, n+1, m]
+        if let Some(cache) = self.cache.as_mut() {
+            cache.forward_frame(&self.dynamics.transformer, x)?;
             cache.commit_frame()?;
         }
         Ok(kept)
@@ -291,23 +289,18 @@ impl State<'_> {
         let v = self.dynamics.num_codes();
         let mut kept = vec![0.0f32; b * n * v];
         for pos in 0..n {
-            let logits = match self.cache.is_some() {
-                true => {
-                    let dynamics = self.dynamics;
-                    // Slot `pos` holds the action (pos = 0) or token pos−1, and predicts token pos.
-                    let x = if pos == 0 {
-                        self.action_slot(f)
-                    } else {
-                        let prev: Vec<i64> =
-                            (0..b).map(|bi| self.tokens[(bi * self.dims[1] + f) * n + pos - 1]).collect();
-                        self.embed(prev, 1)
-                    }; // [b, 1, m]
-                    let cache = self.cache.as_mut().expect("checked");
-                    cache.forward_slot(&dynamics.transformer, x, pos)?.reshape([b, v])
-                    // [b, v]
-                }
-                false => self.uncached_logits(f, None)?.slice([0..b, pos..pos + 1, 0..v]).reshape([b, v]),
-            };
+            // Slot `pos` holds the action (pos = 0) or token pos−1, and predicts token pos.
+            let x = if pos == 0 {
+                self.action_slot(f)
+            } else {
+                let prev: Vec<i64> =
+                    (0..b).map(|bi| self.tokens[(bi * self.dims[1] + f) * n + pos - 1]).collect();
+                self.embed(prev, 1)
+            }; // [b, 1, m]
+            let logits = match self.cache.as_mut() {
+                Some(cache) => cache.forward_slot(&self.dynamics.transformer, x, pos)?.reshape([b, v]),
+                None => self.uncached_logits(f, None)?.slice([0..b, pos..pos + 1, 0..v]).reshape([b, v]),
+            }; // [b, v]
             let logits: Vec<f32> = logits.try_into_vec_as::<f32>().expect("float tensor data");
             for bi in 0..b {
                 let row = &logits[bi * v..(bi + 1) * v];

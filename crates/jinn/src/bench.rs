@@ -2,8 +2,8 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
-mod sample;
 pub mod graph;
+mod sample;
 mod text;
 mod train;
 
