@@ -11,6 +11,7 @@
 pub mod activation;
 pub mod attention;
 pub mod axial;
+pub mod axial_cache;
 pub mod error;
 pub mod init;
 pub mod patch;
@@ -24,6 +25,7 @@ mod params;
 pub use activation::gelu_tanh;
 pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 pub use axial::{AxialBlock, AxialBlockConfig, AxialTransformer, AxialTransformerConfig};
+pub use axial_cache::AxialKvCache;
 pub use error::NnError;
 pub use patch::{patchify, unpatchify, PatchGrid};
 pub use position::{add_spatiotemporal_pe, sinusoid_table};

@@ -8,6 +8,7 @@ pub mod dynamics_task;
 pub mod genie;
 pub mod lam;
 pub mod lam_task;
+pub mod sample;
 mod task_common;
 pub mod tokenizer;
 pub mod tokenizer_eval;
@@ -21,5 +22,6 @@ pub use genie::{
 };
 pub use lam::{Lam, LamConfig, LamOutput};
 pub use lam_task::{LamRunConfig, LamTask};
+pub use sample::{sample, Rollout, SamplerConfig};
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
 pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};

@@ -5,6 +5,7 @@ mod data;
 mod graph;
 mod rev;
 mod serve;
+mod sample;
 mod text;
 mod train;
 
@@ -31,6 +32,8 @@ pub enum BenchCommand {
     /// Step latency (p50/p95) and frames/s through the HTTP API vs. calling the model directly,
     /// with the fake model.
     Serve(serve::ServeBenchArgs),
+    /// World-model rollout frames/s: causal and MaskGIT sampling with vs without KV caches.
+    Sample(sample::SampleBenchArgs),
 }
 
 /// Run a benchmark.
@@ -42,5 +45,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Graph(a) => graph::run(a),
         BenchCommand::Rev(a) => rev::run(a),
         BenchCommand::Serve(a) => serve::run(a),
+        BenchCommand::Sample(a) => sample::run(a),
     }
 }

@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod data;
+mod demo;
 mod device;
 mod eval;
 mod graph;
@@ -10,6 +11,7 @@ mod logging;
 mod play;
 mod plot;
 mod progress;
+mod sample;
 mod text;
 mod train;
 
@@ -47,6 +49,10 @@ enum Command {
     Graph(graph::GraphCommand),
     /// Play a world model in the browser (serves the page and the /v1 HTTP API).
     Play(play::PlayArgs),
+    /// Roll a trained world model out from real context frames: GIF and per-frame PSNR/SSIM.
+    Sample(sample::SampleArgs),
+    /// Generate breakout data, train tokenizer → LAM → dynamics, sample a rollout GIF.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,5 +67,7 @@ fn main() -> anyhow::Result<()> {
         Command::Plot(a) => plot::run(a),
         Command::Graph(cmd) => graph::run(cmd),
         Command::Play(a) => play::run(a),
+        Command::Sample(a) => sample::run(a),
+        Command::Demo(a) => demo::run(a),
     }
 }

@@ -1,0 +1,348 @@
+//! Key/value caches for the inference path of an [`AxialTransformer`].
+//!
+//! Temporal attention is causal in every jinn model, so once frame `t` is final, the keys and
+//! values its tokens contribute to temporal attention (per layer and per spatial slot) never
+//! change. [`AxialKvCache`] keeps them in pre-allocated buffers `[B, S, H, T_max, head_dim]`
+//! (written with `slice_assign`, no per-step concatenation), and runs the transformer on one
+//! new frame, or one new slot of a frame, at a time with the model's own weights:
+//!
+//! * [`AxialKvCache::forward_frame`]: all `S` slots of the next frame at once (spatial
+//!   attention as the model defines it, full or causal); temporal attention over the cached
+//!   frames plus this one. Used for context frames and for MaskGIT's refinement steps.
+//! * [`AxialKvCache::forward_slot`]: slot `n` of the next frame alone, for models with causal
+//!   spatial attention; a per-layer spatial cache holds slots `0..n` of the current frame
+//!   and is cleared when a new frame starts. Used by token-by-token causal sampling.
+//! * [`AxialKvCache::commit_frame`]: the frame is final; the next call starts frame `t + 1`.
+//!
+//! Calling `forward_frame` again for the same (uncommitted) frame overwrites that frame's
+//! cached keys/values, so MaskGIT may refine a frame many times and commit the final pass.
+
+use burn::tensor::{Device, Tensor};
+
+use crate::activation::gelu_tanh;
+use crate::attention::attend;
+use crate::axial::{AxialBlock, AxialTransformer};
+use crate::error::NnError;
+use crate::position::sinusoid_table;
+
+/// Per-layer buffers.
+#[derive(Debug, Clone)]
+struct LayerCache {
+    /// Temporal keys `[B, S, H, T_max, head_dim]`.
+    temporal_k: Tensor<5>,
+    /// Temporal values `[B, S, H, T_max, head_dim]`.
+    temporal_v: Tensor<5>,
+    /// Spatial keys of the current frame `[B, H, S, head_dim]` (slot-by-slot mode only).
+    spatial_k: Tensor<4>,
+    /// Spatial values of the current frame `[B, H, S, head_dim]`.
+    spatial_v: Tensor<4>,
+}
+
+/// Inference caches of one [`AxialTransformer`] for a batch of `B` sequences of up to `T_max`
+/// frames of `S` slots (see the module docs).
+#[derive(Debug, Clone)]
+pub struct AxialKvCache {
+    layers: Vec<LayerCache>,
+    /// Positional table `[max(T_max, S), M]`.
+    pe: Tensor<2>,
+    batch: usize,
+    slots: usize,
+    max_frames: usize,
+    heads: usize,
+    head_dim: usize,
+    /// Frames committed so far (the frame being processed has this index).
+    frames: usize,
+    /// Slots of the current frame already processed by `forward_slot`.
+    slots_done: usize,
+}
+
+impl AxialKvCache {
+    /// Empty caches for `model`, `batch` sequences of at most `max_frames` frames of `slots`
+    /// slots each.
+    pub fn new(
+        model: &AxialTransformer,
+        batch: usize,
+        slots: usize,
+        max_frames: usize,
+        device: &Device,
+    ) -> Result<Self, NnError> {
+        if batch == 0 || slots == 0 || max_frames == 0 {
+            return Err(NnError::InvalidConfig {
+                field: "batch/slots/max_frames",
+                reason: format!("must be positive, got {batch}/{slots}/{max_frames}"),
+            });
+        }
+        let m = model.proj_in.weight.shape().dims::<2>()[1];
+        let heads = model.blocks.first().map_or(1, |b| b.attn_temporal.num_heads);
+        let head_dim = m / heads;
+        let layers = model
+            .blocks
+            .iter()
+            .map(|_| LayerCache {
+                temporal_k: Tensor::zeros([batch, slots, heads, max_frames, head_dim], device),
+                temporal_v: Tensor::zeros([batch, slots, heads, max_frames, head_dim], device),
+                spatial_k: Tensor::zeros([batch, heads, slots, head_dim], device),
+                spatial_v: Tensor::zeros([batch, heads, slots, head_dim], device),
+            })
+            .collect();
+        let pe = sinusoid_table(max_frames.max(slots), m, device);
+        Ok(AxialKvCache { layers, pe, batch, slots, max_frames, heads, head_dim, frames: 0, slots_done: 0 })
+    }
+
+    /// Frames committed so far; the next `forward_*` call works on frame `frames()`.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Marks the current frame final: its cached keys/values stay, the spatial cache is
+    /// cleared, and the next call works on the following frame.
+    pub fn commit_frame(&mut self) -> Result<(), NnError> {
+        if self.frames >= self.max_frames {
+            return Err(self.full_error());
+        }
+        self.frames += 1;
+        self.slots_done = 0;
+        Ok(())
+    }
+
+    fn full_error(&self) -> NnError {
+        NnError::InvalidConfig {
+            field: "max_frames",
+            reason: format!("the cache holds {} frames and is full", self.max_frames),
+        }
+    }
+
+    /// Runs the next frame: `x` `[B, S, I]` (the model's input for every slot of the frame)
+    /// → `[B, S, O]`, equal to the model's output for this frame given the committed frames.
+    pub fn forward_frame(&mut self, model: &AxialTransformer, x: Tensor<3>) -> Result<Tensor<3>, NnError> {
+        let [b, s, i] = x.dims();
+        self.check_input("frame input [B, S, I]", [b, s], [self.batch, self.slots], i, model)?;
+        let t = self.frames;
+        let mut h = self.stem(model, x, 0); // [b, s, m]
+        for (block, cache) in model.blocks.iter().zip(&mut self.layers) {
+            h = frame_block(block, cache, h, t, self.heads, self.head_dim);
+        }
+        self.slots_done = 0;
+        Ok(model.proj_out.forward(h)) // [b, s, o]
+    }
+
+    /// Runs slot `slot` of the next frame alone: `x` `[B, 1, I]` → `[B, 1, O]`. Slots must
+    /// come in order `0, 1, …` within a frame, and the model's spatial attention must be
+    /// causal (a slot may not depend on later slots).
+    pub fn forward_slot(
+        &mut self,
+        model: &AxialTransformer,
+        x: Tensor<3>,
+        slot: usize,
+    ) -> Result<Tensor<3>, NnError> {
+        let [b, one, i] = x.dims();
+        self.check_input("slot input [B, 1, I]", [b, one], [self.batch, 1], i, model)?;
+        if model.blocks.iter().any(|bl| !bl.attn_spatial.causal) {
+            return Err(NnError::InvalidConfig {
+                field: "spatial_causal",
+                reason: "slot-by-slot decoding needs causal spatial attention".into(),
+            });
+        }
+        if slot != self.slots_done || slot >= self.slots {
+            return Err(NnError::InvalidConfig {
+                field: "slot",
+                reason: format!("expected slot {} (of {}), got {slot}", self.slots_done, self.slots),
+            });
+        }
+        let t = self.frames;
+        let mut h = self.stem(model, x, slot); // [b, 1, m]
+        for (block, cache) in model.blocks.iter().zip(&mut self.layers) {
+            h = slot_block(block, cache, h, t, slot, self.heads, self.head_dim);
+        }
+        self.slots_done += 1;
+        Ok(model.proj_out.forward(h)) // [b, 1, o]
+    }
+
+    fn check_input(
+        &self,
+        what: &'static str,
+        got: [usize; 2],
+        want: [usize; 2],
+        i: usize,
+        model: &AxialTransformer,
+    ) -> Result<(), NnError> {
+        let d_in = model.proj_in.weight.shape().dims::<2>()[0];
+        if got != want || i != d_in {
+            return Err(NnError::Shape {
+                what,
+                expected: format!("[{}, {}, {d_in}]", want[0], want[1]),
+                got: format!("[{}, {}, {i}]", got[0], got[1]),
+            });
+        }
+        if self.frames >= self.max_frames {
+            return Err(self.full_error());
+        }
+        Ok(())
+    }
+
+    /// Stem `LN → Linear → LN → +PE[t] + PE[first_slot..]` for slots starting at `first_slot`
+    /// of the current frame: `[B, S', I]` → `[B, S', M]`.
+    fn stem(&self, model: &AxialTransformer, x: Tensor<3>, first_slot: usize) -> Tensor<3> {
+        let [_, s, _] = x.dims();
+        let x = model.norm_model.forward(model.proj_in.forward(model.norm_in.forward(x))); // [b, s, m]
+        let m = x.dims()[2];
+        let t = self.frames;
+        let pe_t = self.pe.clone().slice([t..t + 1, 0..m]).reshape([1, 1, m]); // [1, 1, m]
+        let pe_n = self.pe.clone().slice([first_slot..first_slot + s, 0..m]).reshape([1, s, m]); // [1, s, m]
+        x + pe_t.cast(pe_n.dtype()) + pe_n
+    }
+}
+
+/// One block on a whole frame `x` `[B, S, M]` at frame index `t`.
+fn frame_block(
+    block: &AxialBlock,
+    cache: &mut LayerCache,
+    x: Tensor<3>,
+    t: usize,
+    heads: usize,
+    hd: usize,
+) -> Tensor<3> {
+    let [b, s, m] = x.dims();
+    // Spatial attention within the frame (the module's own causal flag).
+    let h = block.attn_spatial.forward(block.norm_spatial.forward(x.clone())); // [b, s, m]
+    let x = x + h;
+
+    // Temporal attention: each slot's query against that slot's frames 0..=t.
+    let h = block.norm_temporal.forward(x.clone()).reshape([b * s, 1, m]); // [b·s, 1, m]
+    let (q, k, v) = block.attn_temporal.project_qkv(h); // each [b·s, heads, 1, hd]
+    let at = [0..b, 0..s, 0..heads, t..t + 1, 0..hd];
+    cache.temporal_k = cache.temporal_k.clone().slice_assign(at.clone(), k.reshape([b, s, heads, 1, hd]));
+    cache.temporal_v = cache.temporal_v.clone().slice_assign(at, v.reshape([b, s, heads, 1, hd]));
+    let upto = [0..b, 0..s, 0..heads, 0..t + 1, 0..hd];
+    let keys = cache.temporal_k.clone().slice(upto.clone()).reshape([b * s, heads, t + 1, hd]);
+    let values = cache.temporal_v.clone().slice(upto).reshape([b * s, heads, t + 1, hd]);
+    // The query is the newest frame: it may see every cached frame, so no mask.
+    let ctx = attend(q, keys, values, false); // [b·s, heads, 1, hd]
+    let h = block.attn_temporal.merge_heads(ctx).reshape([b, s, m]); // [b, s, m]
+    let x = x + h;
+
+    ffn(block, x)
+}
+
+/// One block on slot `n` alone, `x` `[B, 1, M]`, at frame index `t`.
+fn slot_block(
+    block: &AxialBlock,
+    cache: &mut LayerCache,
+    x: Tensor<3>,
+    t: usize,
+    n: usize,
+    heads: usize,
+    hd: usize,
+) -> Tensor<3> {
+    let [b, _, _] = x.dims();
+    // Spatial attention over slots 0..=n of this frame (causal: later slots do not exist yet).
+    let (q, k, v) = block.attn_spatial.project_qkv(block.norm_spatial.forward(x.clone())); // [b, heads, 1, hd]
+    let at = [0..b, 0..heads, n..n + 1, 0..hd];
+    cache.spatial_k = cache.spatial_k.clone().slice_assign(at.clone(), k);
+    cache.spatial_v = cache.spatial_v.clone().slice_assign(at, v);
+    let upto = [0..b, 0..heads, 0..n + 1, 0..hd];
+    let ctx =
+        attend(q, cache.spatial_k.clone().slice(upto.clone()), cache.spatial_v.clone().slice(upto), false);
+    let x = x + block.attn_spatial.merge_heads(ctx); // [b, 1, m]
+
+    // Temporal attention over slot n of frames 0..=t.
+    let (q, k, v) = block.attn_temporal.project_qkv(block.norm_temporal.forward(x.clone())); // [b, heads, 1, hd]
+    let at = [0..b, n..n + 1, 0..heads, t..t + 1, 0..hd];
+    cache.temporal_k = cache.temporal_k.clone().slice_assign(at.clone(), k.reshape([b, 1, heads, 1, hd]));
+    cache.temporal_v = cache.temporal_v.clone().slice_assign(at, v.reshape([b, 1, heads, 1, hd]));
+    let upto = [0..b, n..n + 1, 0..heads, 0..t + 1, 0..hd];
+    let keys = cache.temporal_k.clone().slice(upto.clone()).reshape([b, heads, t + 1, hd]);
+    let values = cache.temporal_v.clone().slice(upto).reshape([b, heads, t + 1, hd]);
+    let ctx = attend(q, keys, values, false); // [b, heads, 1, hd]
+    let x = x + block.attn_temporal.merge_heads(ctx); // [b, 1, m]
+
+    ffn(block, x)
+}
+
+/// The block's FFN sub-layer with its residual.
+fn ffn(block: &AxialBlock, x: Tensor<3>) -> Tensor<3> {
+    let h = block.ffn_in.forward(block.norm_ffn.forward(x.clone())); // [b, s, d]
+    x + block.ffn_out.forward(gelu_tanh(h)) // [b, s, m]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::axial::AxialTransformerConfig;
+    use burn::tensor::Distribution;
+
+    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.try_into_vec_as::<f32>().unwrap()
+    }
+
+    fn assert_close(a: &[f32], b: &[f32], what: &str) {
+        assert_eq!(a.len(), b.len());
+        let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        assert!(worst < 1e-4, "{what}: max |Δ| = {worst}");
+    }
+
+    /// Frame-by-frame cached outputs equal the full forward pass, frame by frame.
+    fn check_frames(spatial_causal: bool) {
+        let device = Device::flex();
+        let model = AxialTransformerConfig::new(6, 16, 32, 5, 2, 4)
+            .with_spatial_causal(spatial_causal)
+            .init(&device)
+            .unwrap();
+        let (b, t, s, i) = (2, 4, 3, 6);
+        let x = Tensor::<4>::random([b, t, s, i], Distribution::Normal(0.0, 1.0), &device);
+        let full = model.forward(x.clone()); // [b, t, s, 5]
+        let mut cache = AxialKvCache::new(&model, b, s, t, &device).unwrap();
+        for f in 0..t {
+            // A throw-away pass on noise first: re-running an uncommitted frame must overwrite it.
+            let noise = Tensor::<3>::random([b, s, i], Distribution::Normal(0.0, 1.0), &device);
+            cache.forward_frame(&model, noise).unwrap();
+            let frame = x.clone().slice([0..b, f..f + 1, 0..s, 0..i]).reshape([b, s, i]);
+            let got = cache.forward_frame(&model, frame).unwrap();
+            let want = full.clone().slice([0..b, f..f + 1, 0..s, 0..5]).reshape([b, s, 5]);
+            assert_close(&to_vec(got), &to_vec(want), &format!("frame {f}, spatial_causal {spatial_causal}"));
+            cache.commit_frame().unwrap();
+        }
+        assert!(cache.forward_frame(&model, Tensor::zeros([b, s, i], &device)).is_err(), "cache is full");
+    }
+
+    #[test]
+    fn frame_by_frame_matches_full_forward() {
+        check_frames(false);
+        check_frames(true);
+    }
+
+    #[test]
+    fn slot_by_slot_matches_full_forward() {
+        let device = Device::flex();
+        let model =
+            AxialTransformerConfig::new(6, 16, 32, 5, 2, 4).with_spatial_causal(true).init(&device).unwrap();
+        let (b, t, s, i) = (2, 3, 4, 6);
+        let x = Tensor::<4>::random([b, t, s, i], Distribution::Normal(0.0, 1.0), &device);
+        let full = model.forward(x.clone());
+        let mut cache = AxialKvCache::new(&model, b, s, t, &device).unwrap();
+        for f in 0..t {
+            for n in 0..s {
+                let slot = x.clone().slice([0..b, f..f + 1, n..n + 1, 0..i]).reshape([b, 1, i]);
+                let got = cache.forward_slot(&model, slot, n).unwrap();
+                let want = full.clone().slice([0..b, f..f + 1, n..n + 1, 0..5]).reshape([b, 1, 5]);
+                assert_close(&to_vec(got), &to_vec(want), &format!("frame {f} slot {n}"));
+            }
+            cache.commit_frame().unwrap();
+        }
+    }
+
+    #[test]
+    fn misuse_is_an_error() {
+        let device = Device::flex();
+        let full_spatial = AxialTransformerConfig::new(6, 16, 32, 5, 1, 4).init(&device).unwrap();
+        let mut cache = AxialKvCache::new(&full_spatial, 1, 3, 2, &device).unwrap();
+        let slot = Tensor::<3>::zeros([1, 1, 6], &device);
+        assert!(cache.forward_slot(&full_spatial, slot.clone(), 0).is_err(), "full spatial attention");
+        let causal =
+            AxialTransformerConfig::new(6, 16, 32, 5, 1, 4).with_spatial_causal(true).init(&device).unwrap();
+        let mut cache = AxialKvCache::new(&causal, 1, 3, 2, &device).unwrap();
+        assert!(cache.forward_slot(&causal, slot.clone(), 1).is_err(), "slot out of order");
+        assert!(cache.forward_frame(&causal, Tensor::zeros([1, 2, 6], &device)).is_err(), "wrong slot count");
+        assert!(cache.forward_slot(&causal, Tensor::zeros([1, 1, 5], &device), 0).is_err(), "wrong width");
+    }
+}

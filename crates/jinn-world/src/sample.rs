@@ -1,0 +1,359 @@
+//! Rollout samplers for trained dynamics (jasmine spec §4.1, §4.2), with KV caches.
+//!
+//! Given context tokens `[B, C, N]` and the actions of all `S−1` transitions, [`sample`]
+//! generates frames `C..S−1` one at a time:
+//!
+//! * MaskGIT ([`DynamicsKind::MaskGit`]): `steps` refinement passes per frame. At step `s`,
+//!   `r_s = cos(π(s+1)/(2·steps))`, logits are divided by `τ·(1 − r_s)` (temperature annealed
+//!   from ≈0 up to τ), every masked position of the frame is sampled (argmax or categorical)
+//!   and written, and the `N − round(N(1 − r_s))` least confident of them are masked again.
+//!   Only the frame being generated is ranked and re-masked: context and earlier generated
+//!   tokens are never touched (the reference can overwrite one of them per step; jinn fixes
+//!   that deliberately).
+//! * Causal ([`DynamicsKind::Causal`]): token by token, logits divided by τ.
+//!
+//! With `use_cache` (the default) the transformer runs only on the frame (MaskGIT) or slot
+//! (causal) being generated, against [`AxialKvCache`]s of the earlier frames; without it
+//! every pass recomputes frames `0..=f` (temporal attention is causal, so later frames never
+//! matter). Both give the same logits (tests). Sampling happens on the host from a ChaCha
+//! generator seeded by [`SamplerConfig::seed`], so rollouts are reproducible.
+
+use crate::dynamics::{Dynamics, DynamicsKind};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use jinn_nn::{AxialKvCache, NnError};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// Sampler settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplerConfig {
+    /// MaskGIT refinement steps per frame (25 in the reference).
+    pub maskgit_steps: usize,
+    /// Sampling temperature τ (MaskGIT anneals up to it); 0 means argmax.
+    pub temperature: f64,
+    /// Take the most likely token instead of sampling.
+    pub argmax: bool,
+    /// Seed of the categorical draws.
+    pub seed: u64,
+    /// Use the KV caches (false: recompute every earlier frame each pass; for tests and
+    /// benchmarks).
+    pub use_cache: bool,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig { maskgit_steps: 25, temperature: 1.0, argmax: false, seed: 0, use_cache: true }
+    }
+}
+
+/// A sampled rollout.
+#[derive(Debug, Clone)]
+pub struct Rollout {
+    /// Tokens of all frames `[B, S, N]`, row-major (the context copied unchanged).
+    pub tokens: Vec<i64>,
+    /// `[B, S, N]`.
+    pub dims: [usize; 3],
+    /// Raw logits each generated token was drawn from (MaskGIT: at the step it was fixed)
+    /// `[B, S−C, N, V]`, row-major.
+    pub logits: Vec<f32>,
+}
+
+impl Rollout {
+    /// The tokens as an `Int` tensor `[B, S, N]`.
+    pub fn token_tensor(&self, device: &Device) -> Tensor<3, Int> {
+        Tensor::from_data(TensorData::new(self.tokens.clone(), self.dims), device)
+    }
+}
+
+/// Generates frames `C..frames−1` after the context `[B, C, N]` under `actions`
+/// `[B, frames−1, La]` (the action of the transition into frame `t` is row `t−1`).
+pub fn sample(
+    dynamics: &Dynamics,
+    context: Tensor<3, Int>,
+    actions: Tensor<3>,
+    frames: usize,
+    cfg: &SamplerConfig,
+) -> Result<Rollout, NnError> {
+    let [b, c, n] = context.dims();
+    let la = dynamics.action_dim();
+    if c == 0 || frames <= c {
+        return Err(NnError::InvalidConfig {
+            field: "frames",
+            reason: format!("need at least one context frame and frames > context; got {c} and {frames}"),
+        });
+    }
+    if actions.dims() != [b, frames - 1, la] {
+        return Err(NnError::Shape {
+            what: "actions [B, frames−1, La]",
+            expected: format!("[{b}, {}, {la}]", frames - 1),
+            got: format!("{:?}", actions.dims()),
+        });
+    }
+    if dynamics.kind() == DynamicsKind::MaskGit && cfg.maskgit_steps == 0 {
+        return Err(NnError::InvalidConfig { field: "maskgit_steps", reason: "must be ≥ 1".into() });
+    }
+    if !(cfg.temperature.is_finite() && cfg.temperature >= 0.0) {
+        return Err(NnError::InvalidConfig {
+            field: "temperature",
+            reason: format!("must be ≥ 0, got {}", cfg.temperature),
+        });
+    }
+    let context_host: Vec<i64> = context.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+    let v = dynamics.num_codes();
+    if let Some(bad) = context_host.iter().find(|&&tok| tok < 0 || tok as usize >= v) {
+        return Err(NnError::Shape {
+            what: "context token",
+            expected: format!("in 0..{v}"),
+            got: bad.to_string(),
+        });
+    }
+    let mut state = State {
+        dynamics,
+        actions,
+        device: context.device(),
+        tokens: vec![0; b * frames * n],
+        dims: [b, frames, n],
+        cache: None,
+        rng: jinn_data::rng::rng_for(cfg.seed, "world-sample", 0),
+    };
+    for bi in 0..b {
+        let dst = bi * frames * n;
+        state.tokens[dst..dst + c * n].copy_from_slice(&context_host[bi * c * n..(bi + 1) * c * n]);
+    }
+    if cfg.use_cache {
+        let mut cache = AxialKvCache::new(&dynamics.transformer, b, n + 1, frames, &state.device)?;
+        for t in 0..c {
+            let x = state.frame_input(t, None);
+            cache.forward_frame(&dynamics.transformer, x)?;
+            cache.commit_frame()?;
+        }
+        state.cache = Some(cache);
+    }
+    let mut logits = Vec::with_capacity(b * (frames - c) * n * v);
+    for f in c..frames {
+        let frame_logits = match dynamics.kind() {
+            DynamicsKind::MaskGit => state.maskgit_frame(f, cfg)?,
+            DynamicsKind::Causal => state.causal_frame(f, cfg)?,
+        }; // [b, n, v]
+        logits.extend(frame_logits);
+    }
+    // Reorder [S−C, B, N, V] → [B, S−C, N, V].
+    let g = frames - c;
+    let mut ordered = vec![0.0f32; logits.len()];
+    for fi in 0..g {
+        for bi in 0..b {
+            let src = (fi * b + bi) * n * v;
+            let dst = (bi * g + fi) * n * v;
+            ordered[dst..dst + n * v].copy_from_slice(&logits[src..src + n * v]);
+        }
+    }
+    Ok(Rollout { tokens: state.tokens, dims: [b, frames, n], logits: ordered })
+}
+
+/// The sampler's working state.
+struct State<'a> {
+    dynamics: &'a Dynamics,
+    /// `[B, S−1, La]`.
+    actions: Tensor<3>,
+    device: Device,
+    /// `[B, S, N]` host tokens.
+    tokens: Vec<i64>,
+    dims: [usize; 3],
+    cache: Option<AxialKvCache>,
+    rng: ChaCha8Rng,
+}
+
+impl State<'_> {
+    /// Tokens of frame `f` for every sample `[B, N]`.
+    fn frame_tokens(&self, f: usize) -> Vec<i64> {
+        let [b, s, n] = self.dims;
+        (0..b).flat_map(|bi| self.tokens[(bi * s + f) * n..(bi * s + f + 1) * n].to_vec()).collect()
+    }
+
+    fn set_token(&mut self, bi: usize, f: usize, pos: usize, tok: i64) {
+        let [_, s, n] = self.dims;
+        self.tokens[(bi * s + f) * n + pos] = tok;
+    }
+
+    /// The action slot of frame `f` `[B, 1, M]`: zero for frame 0, `action_up(a_f)` otherwise.
+    fn action_slot(&self, f: usize) -> Tensor<3> {
+        let b = self.dims[0];
+        let m = self.model_dim();
+        if f == 0 {
+            return Tensor::zeros([b, 1, m], &self.device);
+        }
+        let la = self.dynamics.action_dim();
+        let a = self.actions.clone().slice([0..b, f - 1..f, 0..la]); // [b, 1, la]
+        self.dynamics.action_up.forward(a) // [b, 1, m]
+    }
+
+    fn model_dim(&self) -> usize {
+        self.dynamics.token_embed.shape().dims::<2>()[1]
+    }
+
+    /// Embeddings of `ids` `[B, K]` → `[B, K, M]`.
+    fn embed(&self, ids: Vec<i64>, k: usize) -> Tensor<3> {
+        let b = self.dims[0];
+        let m = self.model_dim();
+        let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [b * k]), &self.device);
+        self.dynamics.token_embed.val().select(0, ids).reshape([b, k, m])
+    }
+
+    /// The transformer input of frame `f`, `[B, N+1, M]`: action slot, then the token
+    /// embeddings with `mask` `[B, N]` positions replaced by the mask token.
+    fn frame_input(&self, f: usize, mask: Option<&[bool]>) -> Tensor<3> {
+        let [b, _, n] = self.dims;
+        let m = self.model_dim();
+        let emb = self.embed(self.frame_tokens(f), n); // [b, n, m]
+        let emb = match (mask, &self.dynamics.mask_token) {
+            (Some(mask), Some(token)) => {
+                let mask = Tensor::<2, Bool>::from_data(TensorData::new(mask.to_vec(), [b, n]), &self.device);
+                let token = token.val().reshape([1, 1, m]).repeat(&[b, n, 1]); // [b, n, m]
+                emb.mask_where(mask.unsqueeze_dim::<3>(2).repeat_dim(2, m), token)
+            }
+            _ => emb,
+        };
+        Tensor::cat(vec![self.action_slot(f), emb], 1) // [b, n+1, m]
+    }
+
+    /// Uncached logits of frame `f` `[B, N, V]`: the whole model on frames `0..=f`.
+    fn uncached_logits(&self, f: usize, mask: Option<&[bool]>) -> Result<Tensor<3>, NnError> {
+        let [b, s, n] = self.dims;
+        let ids: Vec<i64> =
+            (0..b).flat_map(|bi| self.tokens[bi * s * n..(bi * s + f + 1) * n].to_vec()).collect();
+        let ids = Tensor::<3, Int>::from_data(TensorData::new(ids, [b, f + 1, n]), &self.device);
+        let mask = mask.map(|frame_mask| {
+            let mut full = vec![false; b * (f + 1) * n];
+            for bi in 0..b {
+                let dst = (bi * (f + 1) + f) * n;
+                full[dst..dst + n].copy_from_slice(&frame_mask[bi * n..(bi + 1) * n]);
+            }
+            Tensor::<3, Bool>::from_data(TensorData::new(full, [b, f + 1, n]), &self.device)
+        });
+        let la = self.dynamics.action_dim();
+        let actions = self.actions.clone().slice([0..b, 0..f, 0..la]);
+        let logits = self.dynamics.logits(ids, actions, mask)?; // [b, f+1, n, v]
+        let v = logits.dims()[3];
+        Ok(logits.slice([0..b, f..f + 1, 0..n, 0..v]).reshape([b, n, v]))
+    }
+
+    /// Generates frame `f` with MaskGIT; returns the logits each token was fixed with
+    /// `[B, N, V]` (host, row-major).
+    fn maskgit_frame(&mut self, f: usize, cfg: &SamplerConfig) -> Result<Vec<f32>, NnError> {
+        let [b, _, n] = self.dims;
+        let v = self.dynamics.num_codes();
+        let mut mask = vec![true; b * n]; // [b, n]
+        let mut kept = vec![0.0f32; b * n * v];
+        for step in 0..cfg.maskgit_steps {
+            let x = self.frame_input(f, Some(&mask)); // [b, n+1, m]
+            let logits = match self.cache.as_mut() {
+                Some(cache) => {
+                    cache.forward_frame(&self.dynamics.transformer, x)?.slice([0..b, 1..n + 1, 0..v])
+                }
+                None => self.uncached_logits(f, Some(&mask))?,
+            }; // [b, n, v]
+            let logits: Vec<f32> = logits.try_into_vec_as::<f32>().expect("float tensor data");
+            let tau = cfg.temperature * (1.0 - maskgit_ratio(step, cfg.maskgit_steps));
+            let keep = maskgit_keep_masked(n, step, cfg.maskgit_steps);
+            for bi in 0..b {
+                let mut confidences: Vec<(f64, usize)> = Vec::new();
+                for pos in 0..n {
+                    if !mask[bi * n + pos] {
+                        continue;
+                    }
+                    let row = &logits[(bi * n + pos) * v..(bi * n + pos + 1) * v];
+                    let (tok, p) = draw(row, tau, cfg.argmax, &mut self.rng);
+                    self.set_token(bi, f, pos, tok as i64);
+                    kept[(bi * n + pos) * v..(bi * n + pos + 1) * v].copy_from_slice(row);
+                    confidences.push((p, pos));
+                }
+                // Re-mask the `keep` least confident of this frame's masked positions.
+                confidences.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+                for (i, &(_, pos)) in confidences.iter().enumerate() {
+                    mask[bi * n + pos] = i < keep;
+                }
+            }
+        }
+        // The final tokens' keys/values become part of the cached context.
+        let x = self.frame_input(f, None); // [b, n+1, m]
+        if let Some(cache) = self.cache.as_mut() {
+            cache.forward_frame(&self.dynamics.transformer, x)?;
+            cache.commit_frame()?;
+        }
+        Ok(kept)
+    }
+
+    /// Generates frame `f` token by token (causal dynamics); returns the logits `[B, N, V]`.
+    fn causal_frame(&mut self, f: usize, cfg: &SamplerConfig) -> Result<Vec<f32>, NnError> {
+        let [b, _, n] = self.dims;
+        let v = self.dynamics.num_codes();
+        let mut kept = vec![0.0f32; b * n * v];
+        for pos in 0..n {
+            // Slot `pos` holds the action (pos = 0) or token pos−1, and predicts token pos.
+            let x = if pos == 0 {
+                self.action_slot(f)
+            } else {
+                let prev: Vec<i64> =
+                    (0..b).map(|bi| self.tokens[(bi * self.dims[1] + f) * n + pos - 1]).collect();
+                self.embed(prev, 1)
+            }; // [b, 1, m]
+            let logits = match self.cache.as_mut() {
+                Some(cache) => cache.forward_slot(&self.dynamics.transformer, x, pos)?.reshape([b, v]),
+                None => self.uncached_logits(f, None)?.slice([0..b, pos..pos + 1, 0..v]).reshape([b, v]),
+            }; // [b, v]
+            let logits: Vec<f32> = logits.try_into_vec_as::<f32>().expect("float tensor data");
+            for bi in 0..b {
+                let row = &logits[bi * v..(bi + 1) * v];
+                let (tok, _) = draw(row, cfg.temperature, cfg.argmax, &mut self.rng);
+                self.set_token(bi, f, pos, tok as i64);
+                kept[(bi * n + pos) * v..(bi * n + pos + 1) * v].copy_from_slice(row);
+            }
+        }
+        if let Some(cache) = self.cache.as_mut() {
+            cache.commit_frame()?;
+        }
+        Ok(kept)
+    }
+}
+
+/// The cosine schedule `r_s = cos(π(s+1)/(2·steps))` of MaskGIT step `step`.
+pub fn maskgit_ratio(step: usize, steps: usize) -> f64 {
+    (std::f64::consts::PI * (step + 1) as f64 / (2 * steps) as f64).cos()
+}
+
+/// How many of a frame's `n` positions stay masked after MaskGIT step `step`:
+/// `n − round(n(1 − r_s))`, rounding half to even (the reference's count without its "+1"
+/// slot outside the frame).
+pub fn maskgit_keep_masked(n: usize, step: usize, steps: usize) -> usize {
+    n - ((n as f64) * (1.0 - maskgit_ratio(step, steps))).round_ties_even() as usize
+}
+
+/// Draws a token from `logits / tau` (argmax when `argmax` or `tau == 0`); returns it with
+/// its probability under the tempered distribution.
+pub fn draw(logits: &[f32], tau: f64, argmax: bool, rng: &mut impl Rng) -> (usize, f64) {
+    let best = (0..logits.len()).fold(0, |a, i| if logits[i] > logits[a] { i } else { a });
+    if tau <= 0.0 {
+        return (best, 1.0);
+    }
+    let max = logits[best] as f64;
+    let weights: Vec<f64> = logits.iter().map(|&l| ((l as f64 - max) / tau).exp()).collect();
+    let z: f64 = weights.iter().sum();
+    let tok = if argmax {
+        best
+    } else {
+        let mut u = rng.random::<f64>() * z;
+        let mut pick = weights.len() - 1;
+        for (i, w) in weights.iter().enumerate() {
+            if u < *w {
+                pick = i;
+                break;
+            }
+            u -= w;
+        }
+        pick
+    };
+    (tok, weights[tok] / z)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,138 @@
+use super::*;
+use crate::dynamics::DynamicsConfig;
+use burn::tensor::Distribution;
+
+fn tiny(kind: DynamicsKind) -> Dynamics {
+    let cfg = DynamicsConfig {
+        kind,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        num_blocks: 2,
+        mask_limit: 0.5,
+        z_loss_weight: 0.0,
+        action_dim: 4,
+    };
+    let device = Device::flex();
+    device.seed(7);
+    cfg.init(32, 4, &device).unwrap()
+}
+
+/// Context `[B, C, N]` of random tokens and actions `[B, S−1, 4]`.
+fn inputs(b: usize, c: usize, n: usize, s: usize, seed: u64) -> (Tensor<3, Int>, Tensor<3>) {
+    let device = Device::flex();
+    let mut rng = jinn_data::rng::rng_for(seed, "sample-test", 0);
+    let ids: Vec<i64> = (0..b * c * n).map(|_| rng.random_range(0..32)).collect();
+    let context = Tensor::from_data(TensorData::new(ids, [b, c, n]), &device);
+    let actions = Tensor::random([b, s - 1, 4], Distribution::Normal(0.0, 1.0), &device);
+    (context, actions)
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn cached_vs_uncached(kind: DynamicsKind, argmax: bool) {
+    let model = tiny(kind);
+    let (context, actions) = inputs(2, 2, 5, 5, 1);
+    let cfg = SamplerConfig { maskgit_steps: 4, argmax, seed: 3, ..Default::default() };
+    let cached = sample(&model, context.clone(), actions.clone(), 5, &cfg).unwrap();
+    let plain = sample(&model, context, actions, 5, &SamplerConfig { use_cache: false, ..cfg }).unwrap();
+    let worst = max_abs_diff(&cached.logits, &plain.logits);
+    assert!(worst < 1e-4, "{kind:?} argmax={argmax}: cached logits differ by {worst}");
+    assert_eq!(cached.tokens, plain.tokens, "{kind:?} argmax={argmax}");
+    assert_eq!(cached.logits.len(), 2 * 3 * 5 * 32);
+}
+
+#[test]
+fn causal_cached_logits_equal_uncached() {
+    cached_vs_uncached(DynamicsKind::Causal, true);
+    cached_vs_uncached(DynamicsKind::Causal, false);
+}
+
+#[test]
+fn maskgit_cached_logits_equal_uncached() {
+    cached_vs_uncached(DynamicsKind::MaskGit, true);
+    cached_vs_uncached(DynamicsKind::MaskGit, false);
+}
+
+#[test]
+fn maskgit_never_changes_context_tokens() {
+    let model = tiny(DynamicsKind::MaskGit);
+    let (b, c, n, s) = (3, 2, 6, 5);
+    let (context, actions) = inputs(b, c, n, s, 2);
+    let want: Vec<i64> = context.clone().try_into_vec_as::<i64>().unwrap();
+    for seed in 0..4 {
+        for use_cache in [true, false] {
+            let cfg = SamplerConfig { maskgit_steps: 6, seed, use_cache, ..Default::default() };
+            let out = sample(&model, context.clone(), actions.clone(), s, &cfg).unwrap();
+            for bi in 0..b {
+                let got = &out.tokens[bi * s * n..(bi * s + c) * n];
+                assert_eq!(got, &want[bi * c * n..(bi + 1) * c * n], "seed {seed} sample {bi}");
+            }
+            assert!(out.tokens.iter().all(|&t| (0..32).contains(&t)));
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_rollout_other_seed_differs() {
+    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+        let model = tiny(kind);
+        let (context, actions) = inputs(1, 1, 8, 4, 4);
+        let run = |seed| {
+            let cfg = SamplerConfig { maskgit_steps: 5, seed, ..Default::default() };
+            sample(&model, context.clone(), actions.clone(), 4, &cfg).unwrap().tokens
+        };
+        assert_eq!(run(11), run(11), "{kind:?}");
+        assert_ne!(run(11), run(12), "{kind:?}: 24 draws from ~uniform over 32 codes");
+    }
+}
+
+#[test]
+fn keep_schedule_matches_the_reference_minus_its_extra_slot() {
+    // Spec §4.1, N = 16, 25 steps: positions kept masked after step s (reference, with +1).
+    let reference =
+        [17, 17, 17, 16, 16, 16, 15, 15, 15, 14, 13, 13, 12, 11, 10, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1];
+    for (s, want) in reference.iter().enumerate() {
+        assert_eq!(maskgit_keep_masked(16, s, 25), want - 1, "step {s}");
+    }
+    assert_eq!(maskgit_keep_masked(7, 0, 1), 0, "a single step fixes every token");
+}
+
+#[test]
+fn draw_follows_the_tempered_softmax() {
+    let logits = [0.0f32, 1.0, 2.0, -1.0];
+    let mut rng = jinn_data::rng::rng_for(0, "draw-test", 0);
+    assert_eq!(draw(&logits, 1.0, true, &mut rng).0, 2);
+    assert_eq!(draw(&logits, 0.0, false, &mut rng), (2, 1.0));
+    let tau = 0.7;
+    let z: f64 = logits.iter().map(|&l| (l as f64 / tau).exp()).sum();
+    let mut counts = [0usize; 4];
+    let draws = 40_000;
+    for _ in 0..draws {
+        let (tok, p) = draw(&logits, tau, false, &mut rng);
+        assert!((p - (logits[tok] as f64 / tau).exp() / z).abs() < 1e-12);
+        counts[tok] += 1;
+    }
+    for (i, &c) in counts.iter().enumerate() {
+        let want = (logits[i] as f64 / tau).exp() / z;
+        let got = c as f64 / draws as f64;
+        assert!((got - want).abs() < 0.01, "token {i}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let model = tiny(DynamicsKind::MaskGit);
+    let (context, actions) = inputs(1, 1, 4, 3, 5);
+    let cfg = SamplerConfig::default();
+    assert!(sample(&model, context.clone(), actions.clone(), 1, &cfg).is_err(), "frames ≤ context");
+    assert!(sample(&model, context.clone(), actions.clone(), 4, &cfg).is_err(), "too few actions");
+    let zero_steps = SamplerConfig { maskgit_steps: 0, ..SamplerConfig::default() };
+    assert!(sample(&model, context, actions.clone(), 3, &zero_steps).is_err());
+    let bad = Tensor::<3, Int>::from_data(TensorData::new(vec![0i64, 1, 99, 2], [1, 1, 4]), &Device::flex());
+    let err = sample(&model, bad, actions, 3, &cfg).unwrap_err();
+    assert!(err.to_string().contains("99"), "{err}");
+}

@@ -1,0 +1,265 @@
+//! `jinn sample`: roll a trained world model out from real context frames and compare the
+//! rollout with the ground truth (GIF + per-frame PSNR/SSIM in metrics.json).
+
+use anyhow::{bail, Context};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use jinn_data::atomic_file::write_atomically;
+use jinn_data::dataset::Dataset;
+use jinn_data::font::draw_text;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::loader::{Loader, LoaderConfig};
+use jinn_data::metrics::{psnr, ssim};
+use jinn_world::{frames_to_unit, load_genie, sample, Genie, SamplerConfig};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Arguments of `jinn sample`.
+#[derive(clap::Args, Clone)]
+pub struct SampleArgs {
+    /// Dynamics run directory (its newest good checkpoint; tokenizer and LAM come with it).
+    #[arg(long)]
+    pub ckpt: PathBuf,
+    /// Dataset directory holding the split.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Split to take the clip from: a subdirectory of `--data`.
+    #[arg(long, default_value = "val")]
+    pub split: String,
+    /// Ground-truth context frames given to the model.
+    #[arg(long, default_value_t = 1)]
+    pub context: usize,
+    /// Frames generated after the context.
+    #[arg(long, default_value_t = 15)]
+    pub frames: usize,
+    /// Actions driving the rollout: `lam` (inferred by the model's LAM from the true clip),
+    /// `gt` (the recorded actions; models trained with `--actions gt`), or a file of
+    /// `context + frames − 1` action ids (LAM codes or recorded action ids), whitespace- or
+    /// comma-separated.
+    #[arg(long, default_value = "lam")]
+    pub actions: String,
+    /// MaskGIT refinement steps per frame.
+    #[arg(long, default_value_t = 25)]
+    pub steps: usize,
+    /// Sampling temperature (0 = argmax).
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f64,
+    /// Take the most likely token at every step (the reference sample script's default).
+    #[arg(long)]
+    pub argmax: bool,
+    /// Seed of the clip choice and of the sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output directory (gets rollout.gif and metrics.json).
+    #[arg(long, default_value = "sample")]
+    pub out: PathBuf,
+}
+
+/// What a rollout produced.
+pub struct SampleReport {
+    /// The GIF written.
+    pub gif: PathBuf,
+    /// Mean PSNR over the generated frames (dB).
+    pub mean_psnr: f64,
+    /// Mean SSIM over the generated frames.
+    pub mean_ssim: f64,
+    /// Generated frames per second (sampling and decoding).
+    pub frames_per_s: f64,
+}
+
+/// Run `jinn sample` and print the metrics.
+pub fn run(a: SampleArgs) -> anyhow::Result<()> {
+    let r = sample_rollout(&a)?;
+    println!(
+        "{} generated frames: mean PSNR {:.2} dB, mean SSIM {:.4} ({:.1} frames/s)",
+        a.frames, r.mean_psnr, r.mean_ssim, r.frames_per_s
+    );
+    println!("ground truth | generated: {}", r.gif.display());
+    println!("per-frame metrics: {}", a.out.join("metrics.json").display());
+    Ok(())
+}
+
+/// Sample one rollout, write `rollout.gif` and `metrics.json` into `a.out`.
+pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
+    if a.context == 0 || a.frames == 0 {
+        bail!("--context and --frames must be ≥ 1 (got {} and {})", a.context, a.frames);
+    }
+    let device = Device::flex();
+    let (genie, _cfg, step) = load_genie(&a.ckpt, &device)
+        .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
+    let s = a.context + a.frames;
+    let split = a.data.join(&a.split);
+    let dataset = Dataset::open(&split, s, None)
+        .with_context(|| format!("--data {}: opening split '{}'", a.data.display(), a.split))?;
+    let shape = dataset.frame_shape();
+    let t = &genie.tokenizer;
+    let grid = t.grid();
+    if (shape.height, shape.width, shape.channels) != (grid.height, grid.width, grid.channels) {
+        bail!(
+            "{}: frames are {}×{}×{} but the model was trained on {}×{}×{}",
+            split.display(),
+            shape.height,
+            shape.width,
+            shape.channels,
+            grid.height,
+            grid.width,
+            grid.channels
+        );
+    }
+    let loader_cfg =
+        LoaderConfig { batch_size: 1, seq_len: s, seed: a.seed, threads: 0, ..Default::default() };
+    let batch = Loader::new(Arc::new(dataset), loader_cfg)?
+        .next()
+        .with_context(|| format!("{}: no clip of {s} frames", split.display()))??;
+    let videos = frames_to_unit(&batch.videos, [1, s, shape.height, shape.width, shape.channels], &device);
+
+    let (actions, labels) = rollout_actions(&genie, &a.actions, videos.clone(), &batch, s)?;
+    let tokens = t.encode(videos)?; // [1, s, n]
+    let n = tokens.dims()[2];
+    let context = tokens.slice([0..1, 0..a.context, 0..n]);
+    let cfg = SamplerConfig {
+        maskgit_steps: a.steps,
+        temperature: a.temperature,
+        argmax: a.argmax,
+        seed: a.seed,
+        use_cache: true,
+    };
+    let started = Instant::now();
+    let rollout = sample(&genie.dynamics, context, actions, s, &cfg).context("sampling the rollout")?;
+    let generated = t.decode(rollout.token_tensor(&device))?; // [1, s, h, w, c]
+    let generated: Vec<u8> = generated
+        .try_into_vec_as::<f32>()
+        .expect("float tensor data")
+        .iter()
+        .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
+        .collect();
+    let frames_per_s = a.frames as f64 / started.elapsed().as_secs_f64().max(1e-9);
+
+    let fb = shape.frame_bytes();
+    let truth = &batch.videos[..s * fb];
+    let mut per_frame = Vec::new();
+    for f in a.context..s {
+        let (x, y) = (&truth[f * fb..(f + 1) * fb], &generated[f * fb..(f + 1) * fb]);
+        per_frame.push(serde_json::json!({
+            "frame": f,
+            "action": labels[f - 1],
+            "psnr": psnr(x, y, shape)?,
+            "ssim": ssim(x, y, shape)?,
+        }));
+    }
+    let mean = |key: &str| {
+        per_frame.iter().map(|m| m[key].as_f64().unwrap_or(f64::NAN)).sum::<f64>() / a.frames as f64
+    };
+    let (mean_psnr, mean_ssim) = (mean("psnr"), mean("ssim"));
+
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let gif = a.out.join("rollout.gif");
+    let mut labelled = truth.to_vec();
+    for f in 1..s {
+        let text = format!("a{}", labels[f - 1]);
+        draw_text(&mut labelled[f * fb..(f + 1) * fb], shape, 1, 1, &text, [255, 255, 0], 1)?;
+    }
+    let panels = [
+        Panel { label: "ground truth", frames: &labelled },
+        Panel { label: "generated", frames: &generated },
+    ];
+    write_panels_gif(&gif, &panels, shape, &GifOptions { fps: 4.0, ..Default::default() })?;
+    let json = serde_json::json!({
+        "checkpoint": a.ckpt,
+        "step": step,
+        "data": a.data,
+        "split": a.split,
+        "clip": { "record": batch.origins[0].record.record, "file": batch.origins[0].record.file,
+                  "start": batch.origins[0].start },
+        "context": a.context,
+        "frames": a.frames,
+        "actions": a.actions,
+        "kind": format!("{:?}", genie.dynamics.kind()),
+        "maskgit_steps": a.steps,
+        "temperature": a.temperature,
+        "argmax": a.argmax,
+        "seed": a.seed,
+        "mean_psnr": mean_psnr,
+        "mean_ssim": mean_ssim,
+        "frames_per_s": frames_per_s,
+        "per_frame": per_frame,
+    });
+    write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    Ok(SampleReport { gif, mean_psnr, mean_ssim, frames_per_s })
+}
+
+/// The action vectors `[1, S−1, La]` of the rollout and their ids (for the labels).
+fn rollout_actions(
+    genie: &Genie,
+    spec: &str,
+    videos: Tensor<5>,
+    batch: &jinn_data::loader::Batch,
+    s: usize,
+) -> anyhow::Result<(Tensor<3>, Vec<i64>)> {
+    let device = videos.device();
+    match spec {
+        "lam" => {
+            if genie.lam.is_none() {
+                bail!("--actions lam: this model was trained on recorded actions (no LAM); use --actions gt or FILE");
+            }
+            let (vectors, ids) = genie.latent_actions(videos, None)?;
+            let ids = ids.context("the LAM returned no code indices")?;
+            Ok((vectors, ids.try_into_vec_as::<i64>().expect("integer tensor data")))
+        }
+        "gt" => {
+            if genie.action_embed.is_none() {
+                bail!("--actions gt: this model uses a LAM's latent actions; use --actions lam or FILE");
+            }
+            let Some(recorded) = &batch.actions else {
+                bail!("--actions gt: the dataset records no actions");
+            };
+            if batch.action_dims != 1 {
+                bail!(
+                    "--actions gt: expected one action id per frame, the dataset has {}",
+                    batch.action_dims
+                );
+            }
+            let ids = Tensor::<2, Int>::from_data(TensorData::new(recorded.clone(), [1, s]), &device);
+            let (vectors, _) = genie.latent_actions(videos, Some(ids))?;
+            Ok((vectors, recorded[..s - 1].to_vec()))
+        }
+        file => {
+            let ids = read_action_file(Path::new(file), s - 1)?;
+            let table = match (&genie.lam, &genie.action_embed) {
+                (Some(lam), _) => lam.vq.codebook.val(),
+                (None, Some(embed)) => embed.val(),
+                (None, None) => bail!("the model has neither a LAM nor action embeddings"),
+            }; // [k, la]
+            let [k, la] = table.dims();
+            if let Some(bad) = ids.iter().find(|&&id| id < 0 || id as usize >= k) {
+                bail!(
+                    "--actions {file}: action id {bad} is out of range; the model has {k} actions (0..{k})"
+                );
+            }
+            let sel = Tensor::<1, Int>::from_data(TensorData::new(ids.clone(), [s - 1]), &device);
+            Ok((table.select(0, sel).reshape([1, s - 1, la]), ids))
+        }
+    }
+}
+
+/// Read `count` action ids (whitespace- or comma-separated integers) from `path`.
+fn read_action_file(path: &Path, count: usize) -> anyhow::Result<Vec<i64>> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!("--actions {}: not `lam`, `gt` or a readable file of action ids", path.display())
+    })?;
+    let ids: Vec<i64> = text
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            w.parse::<i64>().with_context(|| format!("--actions {}: `{w}` is not an integer", path.display()))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if ids.len() < count {
+        bail!(
+            "--actions {}: {} action ids, expected {count} (context + frames − 1)",
+            path.display(),
+            ids.len()
+        );
+    }
+    Ok(ids[..count].to_vec())
+}
