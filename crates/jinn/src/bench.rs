@@ -4,8 +4,8 @@
 mod data;
 mod graph;
 mod rev;
-mod serve;
 mod sample;
+mod serve;
 mod text;
 mod train;
 

@@ -123,7 +123,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     );
     println!("demo finished in {:.0} s", started.elapsed().as_secs_f64());
     println!("GIF (ground truth | generated): {}", report.gif.display());
-    println!("play it: jinn play --ckpt {}", a.out.join("dynamics").display());
+    println!("play it: jinn play --ckpt {} --data {}", a.out.join("dynamics").display(), data.display());
     Ok(())
 }
 

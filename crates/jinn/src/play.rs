@@ -3,8 +3,12 @@
 use crate::args::parse_frame_shape;
 use anyhow::{bail, Context};
 use jinn_data::FrameShape;
+mod genie_world;
+
+use genie_world::GenieWorld;
 use jinn_serve::fake::FakeWorld;
 use jinn_serve::{bind_warning, Limits, ServeConfig, Server, WorldModel};
+use jinn_world::SamplerConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,6 +45,18 @@ pub struct PlayArgs {
     /// Largest request body (uploaded PNGs), bytes.
     #[arg(long, default_value_t = 8 << 20)]
     pub max_body_bytes: usize,
+    /// Dataset directory (with train/, val/, … splits) that sessions can start from.
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// MaskGIT refinement steps per generated frame.
+    #[arg(long, default_value_t = 25)]
+    pub maskgit_steps: usize,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f64,
+    /// Take the most likely token instead of sampling.
+    #[arg(long)]
+    pub argmax: bool,
 }
 
 /// Serve until Ctrl-C.
@@ -53,7 +69,7 @@ pub fn run(a: PlayArgs) -> anyhow::Result<()> {
     }
     let model: Arc<dyn WorldModel> = match &a.ckpt {
         _ if a.fake => Arc::new(FakeWorld::new(a.fake_size, Duration::ZERO)),
-        Some(run) => load_model(run)?,
+        Some(run) => load_model(run, &a)?,
         None => bail!("give --ckpt RUN (or --fake)"),
     };
     let limits = Limits {
@@ -87,15 +103,17 @@ pub fn run(a: PlayArgs) -> anyhow::Result<()> {
 }
 
 /// The world model of a run directory.
-fn load_model(run: &Path) -> anyhow::Result<Arc<dyn WorldModel>> {
+fn load_model(run: &Path, a: &PlayArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
     if !run.is_dir() {
         bail!("--ckpt {}: no such run directory", run.display());
     }
-    // The dynamics checkpoint loader and sampler plug in here once they exist.
-    bail!(
-        "no world model in {}: jinn play cannot load dynamics checkpoints yet; try --fake to see the page",
-        run.display()
-    )
+    let sampler = SamplerConfig {
+        maskgit_steps: a.maskgit_steps,
+        temperature: a.temperature,
+        argmax: a.argmax,
+        ..SamplerConfig::default()
+    };
+    Ok(Arc::new(GenieWorld::load(run, a.data.as_deref(), sampler)?))
 }
 
 /// Open `url` in the desktop's browser, or say where to point one.
