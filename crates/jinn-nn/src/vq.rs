@@ -169,7 +169,8 @@ impl VectorQuantizer {
     }
 
     /// Replaces codebook row `dead` by a copy of row `source` for every pair, keeping the
-    /// parameter id (optimizer state is untouched, as in Jasmine).
+    /// parameter id (optimizer state is untouched, as in Jasmine). Works on autodiff devices:
+    /// the new codebook is a fresh leaf that keeps the old one's `require_grad` flag.
     pub fn reset_codes(self, resets: &[CodeReset]) -> Result<Self, NnError> {
         let k = self.num_codes();
         let mut mapping: Vec<i64> = (0..k as i64).collect();
@@ -187,7 +188,14 @@ impl VectorQuantizer {
             let requires = c.is_require_grad();
             let device = c.device();
             let mapping = Tensor::<1, Int>::from_data(TensorData::new(mapping, [k]), &device);
-            c.detach().select(0, mapping).set_require_grad(requires) // [k, l]
+            // `select` makes a non-leaf on an autodiff device, which cannot require gradients;
+            // the second `detach` turns it into a fresh leaf.
+            let copied = c.detach().select(0, mapping).detach(); // [k, l]
+            if requires {
+                copied.require_grad()
+            } else {
+                copied.set_require_grad(false)
+            }
         });
         Ok(Self { codebook, ..self })
     }
@@ -502,5 +510,25 @@ mod tests {
         t2.step(&usage(vec![2, 1, 0, 0, 0, 0]), &mut rng2).unwrap();
         assert_eq!(t2.step(&usage(vec![1, 0, 4, 0, 0, 0]), &mut rng2).unwrap(), resets);
         assert!(tracker.step(&usage(vec![1; 5]), &mut rng).is_err());
+    }
+
+    #[test]
+    fn reset_codes_on_autodiff_device_copies_rows_and_still_trains() {
+        let device = Device::flex().autodiff();
+        let (k, l) = (4, 3);
+        let vq = quantizer(k, l, 0.0, &device);
+        assert!(vq.codebook.val().is_require_grad());
+        let before = to_vec(vq.codebook.val());
+        let vq = vq.reset_codes(&[CodeReset { dead: 1, source: 3 }]).unwrap();
+        let after = to_vec(vq.codebook.val());
+        let want: Vec<f32> = [0, 3, 2, 3].iter().flat_map(|&r| before[r * l..(r + 1) * l].to_vec()).collect();
+        assert_eq!(after, want);
+        // The reset codebook is a leaf that receives the codebook-loss gradient.
+        assert!(vq.codebook.val().is_require_grad());
+        let x = Tensor::<2>::random([5, l], Distribution::Normal(0.0, 1.0), &device);
+        let grads = vq.forward(x).codebook_loss().backward();
+        let g = vq.codebook.val().grad(&grads).map(to_vec).expect("codebook gradient");
+        assert!(g.iter().any(|v| *v != 0.0));
+        assert!(vq.reset_codes(&[CodeReset { dead: 4, source: 0 }]).is_err());
     }
 }

@@ -15,18 +15,21 @@
 
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
-use crate::task_common::{loader_config, next_batch, open_splits, to_u8, val_loader, videos};
+use crate::task_common::{
+    loader_config, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters, to_u8,
+    val_loader, videos,
+};
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
-use jinn_nn::{CodeReset, CodeUsage, DeadCodeTracker, NnError, VectorQuantizer};
+use jinn_nn::{CodeUsage, DeadCodeTracker, NnError};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
@@ -194,7 +197,7 @@ impl TrainTask for LamTask {
         let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
         let resets = self.tracker.step(&step_usage, &mut rng).map_err(model_err)?;
         if !resets.is_empty() {
-            self.model.vq = reset_codes(self.model.vq.clone(), &resets);
+            self.model.vq = self.model.vq.clone().reset_codes(&resets).map_err(model_err)?;
         }
         metrics.insert("codes_reset".into(), resets.len() as f64);
         Ok(metrics)
@@ -239,7 +242,7 @@ impl TrainTask for LamTask {
 
     fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
         state.loader = Some(self.loader.position());
-        state.extra.insert(LAST_ACTIVE_KEY.into(), serde_json::json!(self.tracker.last_active));
+        save_dead_code_counters(&mut state, LAST_ACTIVE_KEY, &self.tracker);
         snapshot(&self.model, &self.optim, state)
     }
 
@@ -257,47 +260,9 @@ impl TrainTask for LamTask {
             loader_config(&self.cfg.train, &self.cfg.data),
             Some(position),
         )?;
-        let counters = checkpoint.state.extra.get(LAST_ACTIVE_KEY).ok_or_else(|| {
-            TrainError::checkpoint(&checkpoint.dir, format!("state.json has no `{LAST_ACTIVE_KEY}` counters"))
-        })?;
-        let last_active: Vec<u32> = serde_json::from_value(counters.clone()).map_err(|e| {
-            TrainError::checkpoint(&checkpoint.dir, format!("bad `{LAST_ACTIVE_KEY}` counters: {e}"))
-        })?;
-        if last_active.len() != self.tracker.last_active.len() {
-            return Err(TrainError::checkpoint(
-                &checkpoint.dir,
-                format!(
-                    "`{LAST_ACTIVE_KEY}` has {} counters, the model {} codes",
-                    last_active.len(),
-                    self.tracker.last_active.len()
-                ),
-            ));
-        }
-        self.tracker.last_active = last_active;
+        restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)?;
         Ok(())
     }
-}
-
-/// Copy codebook row `source` over row `dead` for every reset, keeping the parameter id (the
-/// optimiser state is untouched, as in Jasmine). Done on the host: `VectorQuantizer::reset_codes`
-/// (jinn-nn) builds a non-leaf tensor that Burn's autodiff refuses to track.
-fn reset_codes(vq: VectorQuantizer, resets: &[CodeReset]) -> VectorQuantizer {
-    let codebook = vq.codebook.map(|c| {
-        let [k, l] = c.dims();
-        let (device, requires) = (c.device(), c.is_require_grad());
-        let old: Vec<f32> = c.try_into_vec_as::<f32>().expect("float tensor data"); // [k, l]
-        let mut new = old.clone();
-        for r in resets {
-            new[r.dead * l..(r.dead + 1) * l].copy_from_slice(&old[r.source * l..(r.source + 1) * l]);
-        }
-        let t = Tensor::<2>::from_data(TensorData::new(new, [k, l]), &device); // [k, l]
-        if requires {
-            t.require_grad()
-        } else {
-            t
-        }
-    });
-    VectorQuantizer { codebook, ..vq }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Pieces shared by the LAM and dynamics training tasks: opening splits with a frame-shape
-//! check, loader configs, batches as tensors.
+//! check, loader configs, batches as tensors, dead-code counters in checkpoints.
 
 use crate::tokenizer::frames_to_unit;
 use crate::tokenizer_task::DataConfig;
@@ -8,6 +8,8 @@ use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
 use jinn_data::rng::derive_seed;
 use jinn_data::FrameShape;
+use jinn_nn::DeadCodeTracker;
+use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::{Result, TrainError};
 use std::path::Path;
@@ -129,4 +131,36 @@ pub(crate) fn to_u8(frames: Tensor<5>) -> Vec<u8> {
         .iter()
         .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
         .collect()
+}
+
+/// Store a quantiser's dead-code counters in `state.extra[key]`, so a resumed run resets the
+/// same codes at the same steps (Jasmine forgets them on resume).
+pub(crate) fn save_dead_code_counters(state: &mut TrainState, key: &str, tracker: &DeadCodeTracker) {
+    state.extra.insert(key.into(), serde_json::json!(tracker.last_active));
+}
+
+/// Load the counters saved by [`save_dead_code_counters`] into `tracker`; a missing entry, a
+/// malformed one or one sized for another codebook is a checkpoint error naming `key`.
+pub(crate) fn restore_dead_code_counters(
+    checkpoint: &Checkpoint,
+    key: &str,
+    tracker: &mut DeadCodeTracker,
+) -> Result<()> {
+    let counters = checkpoint.state.extra.get(key).ok_or_else(|| {
+        TrainError::checkpoint(&checkpoint.dir, format!("state.json has no `{key}` counters"))
+    })?;
+    let last_active: Vec<u32> = serde_json::from_value(counters.clone())
+        .map_err(|e| TrainError::checkpoint(&checkpoint.dir, format!("bad `{key}` counters: {e}")))?;
+    if last_active.len() != tracker.last_active.len() {
+        return Err(TrainError::checkpoint(
+            &checkpoint.dir,
+            format!(
+                "`{key}` has {} counters, the model {} codes",
+                last_active.len(),
+                tracker.last_active.len()
+            ),
+        ));
+    }
+    tracker.last_active = last_active;
+    Ok(())
 }

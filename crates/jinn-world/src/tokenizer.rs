@@ -51,6 +51,9 @@ pub struct TokenizerConfig {
     pub codebook_dropout: f64,
     /// Commitment weight β.
     pub vq_beta: f64,
+    /// Dead-code reset in training: a code unused for this many consecutive steps becomes a
+    /// copy of a used one (as the LAM does, spec §3.3); 0 = off (Jasmine's tokenizer has none).
+    pub reset_threshold: u32,
 }
 
 impl Default for TokenizerConfig {
@@ -69,6 +72,7 @@ impl Default for TokenizerConfig {
             num_codes: 1024,
             codebook_dropout: 0.01,
             vq_beta: jinn_nn::VQ_BETA,
+            reset_threshold: 0,
         }
     }
 }

@@ -5,6 +5,12 @@
 //! dropout) comes from `rng_for(seed, "codebook-dropout", step·grad_accum + micro)`, so a
 //! resumed run is bit-identical to an uninterrupted one on the CPU backend.
 //!
+//! Optional dead-code reset (`model.reset_threshold > 0`; off in Jasmine and the jasmine-*
+//! configs): after the optimiser update, a code unused by every micro-batch of that many
+//! consecutive steps becomes a copy of a code used in this step (the LAM's rule,
+//! [`jinn_nn::DeadCodeTracker`]); the counters are saved in checkpoints
+//! (`state.extra["tokenizer_last_active"]`) so resume stays exact.
+//!
 //! Validation reads the first `val_batches` batches of a fresh validation stream each time
 //! (seeded from the run seed), so every validation sees the same clips and validation keeps
 //! no state between calls.
@@ -14,6 +20,7 @@
 //! training, `psnr`, `ssim` and `codebook_usage` are computed on logged steps only (a few % of
 //! a step each time).
 
+use crate::task_common::{restore_dead_code_counters, save_dead_code_counters};
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig};
 use crate::tokenizer_eval::{evaluate, model_err, next_batch, write_recon_gif, Sums};
 use burn::module::Module;
@@ -22,6 +29,7 @@ use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
 use jinn_data::rng::{derive_seed, rng_for};
+use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
@@ -33,6 +41,9 @@ use std::sync::Arc;
 
 /// Model kind stored in tokenizer checkpoints.
 pub const TOKENIZER_KIND: &str = "tokenizer";
+
+/// Key of the dead-code counters in `state.extra` (when `model.reset_threshold > 0`).
+pub const LAST_ACTIVE_KEY: &str = "tokenizer_last_active";
 
 /// How clips are read (the `data` section of a tokenizer run config).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +106,8 @@ pub struct TokenizerTask {
     model: Tokenizer,
     optim: ModuleOptimizer,
     cfg: TokenizerRunConfig,
+    /// Dead-code counters when `model.reset_threshold > 0`.
+    tracker: Option<DeadCodeTracker>,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
     loader: Loader,
@@ -123,6 +136,8 @@ impl TokenizerTask {
             device,
             model,
             optim: cfg.train.optim.init()?,
+            tracker: (cfg.model.reset_threshold > 0)
+                .then(|| DeadCodeTracker::new(cfg.model.num_codes, cfg.model.reset_threshold)),
             cfg: cfg.clone(),
             train_data,
             val_data,
@@ -153,6 +168,11 @@ impl TokenizerTask {
     /// The model being trained.
     pub fn model(&self) -> &Tokenizer {
         &self.model
+    }
+
+    /// The dead-code counters (`None` when `model.reset_threshold` is 0).
+    pub fn tracker(&self) -> Option<&DeadCodeTracker> {
+        self.tracker.as_ref()
     }
 
     fn videos(&self, batch: &Batch) -> burn::tensor::Tensor<5> {
@@ -190,6 +210,8 @@ impl TrainTask for TokenizerTask {
     fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
         let mut acc = GradientsAccumulator::<Tokenizer>::new();
         let mut sums = Sums::default();
+        let num_codes = self.model.num_codes();
+        let mut step_usage = CodeUsage { counts: vec![0; num_codes] };
         for micro in 0..ctx.grad_accum {
             let batch = next_batch(&mut self.loader)?;
             // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
@@ -199,7 +221,13 @@ impl TrainTask for TokenizerTask {
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
             let out =
                 precision.compute_model(&self.model).forward_train(videos, &mut rng).map_err(model_err)?;
-            sums.add(&out, &batch, self.model.num_codes(), self.is_logged(ctx.step))?;
+            sums.add(&out, &batch, num_codes, self.is_logged(ctx.step))?;
+            if self.tracker.is_some() {
+                let [b, t, n] = out.indices.dims();
+                let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes)
+                    .map_err(model_err)?;
+                step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+            }
             let loss = out.loss.div_scalar(ctx.grad_accum as f64);
             acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
         }
@@ -209,6 +237,14 @@ impl TrainTask for TokenizerTask {
             metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
         }
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        if let Some(tracker) = &mut self.tracker {
+            let mut rng = rng_for(ctx.seed, "tokenizer-code-reset", ctx.step);
+            let resets = tracker.step(&step_usage, &mut rng).map_err(model_err)?;
+            if !resets.is_empty() {
+                self.model.vq = self.model.vq.clone().reset_codes(&resets).map_err(model_err)?;
+            }
+            metrics.insert("codes_reset".into(), resets.len() as f64);
+        }
         Ok(metrics)
     }
 
@@ -231,6 +267,9 @@ impl TrainTask for TokenizerTask {
 
     fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
         state.loader = Some(self.loader.position());
+        if let Some(tracker) = &self.tracker {
+            save_dead_code_counters(&mut state, LAST_ACTIVE_KEY, tracker);
+        }
         snapshot(&self.model, &self.optim, state)
     }
 
@@ -245,6 +284,9 @@ impl TrainTask for TokenizerTask {
         })?;
         self.loader =
             Loader::resume(self.train_data.clone(), Self::loader_config(&self.cfg), Some(position))?;
+        if let Some(tracker) = &mut self.tracker {
+            restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, tracker)?;
+        }
         Ok(())
     }
 }

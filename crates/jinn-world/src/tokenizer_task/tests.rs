@@ -37,6 +37,7 @@ fn run_cfg() -> TokenizerRunConfig {
         num_codes: 32,
         codebook_dropout: 0.1,
         vq_beta: 0.25,
+        reset_threshold: 2,
     };
     let data = DataConfig { seq_len: 4, loader_threads: 1, prefetch: 2 };
     let train = TrainConfig {
@@ -114,6 +115,8 @@ fn resumed_run_is_bit_identical_to_uninterrupted_run() {
     let full_bits = bits(full.model());
     assert_ne!(full_bits, init_bits, "training moved the weights");
     assert_eq!(bits(second.model()), full_bits);
+    // The dead-code counters came back from the step-3 checkpoint.
+    assert_eq!(second.tracker(), full.tracker());
 
     let records =
         jinn_train::metrics_log::read_metrics(&full_dir.path().join(jinn_train::metrics_log::METRICS_FILE))
@@ -127,6 +130,8 @@ fn resumed_run_is_bit_identical_to_uninterrupted_run() {
         }
     }
     assert!(full_dir.path().join("images/recon_step_000003.gif").is_file());
+    let resets: f64 = records.iter().filter_map(|r| r.metrics.get("codes_reset")).sum();
+    assert!(resets > 0.0, "no dead code was reset");
 }
 
 #[test]
