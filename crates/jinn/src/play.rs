@@ -5,7 +5,7 @@ use anyhow::{bail, Context};
 use jinn_data::FrameShape;
 mod genie_world;
 
-use genie_world::GenieWorld;
+pub use genie_world::GenieWorld;
 use jinn_serve::fake::FakeWorld;
 use jinn_serve::{bind_warning, Limits, ServeConfig, Server, WorldModel};
 use jinn_world::SamplerConfig;

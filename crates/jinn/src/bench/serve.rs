@@ -3,7 +3,7 @@
 //! Drives `/v1/world/sessions/{id}/step` over loopback with keep-alive connections and compares
 //! its latency with calling the model directly in the same process, interleaved in rounds so
 //! machine noise hits both alike. Uses the fake model (optionally with a simulated inference
-//! time); a real model plugs in through the same trait.
+//! time), or a trained world model with `--ckpt RUN --data DIR`.
 
 use crate::args::parse_frame_shape;
 use anyhow::{ensure, Context};
@@ -29,6 +29,15 @@ pub struct ServeBenchArgs {
     /// Concurrent clients (one session each) for the throughput row.
     #[arg(long, default_value_t = 4)]
     pub clients: usize,
+    /// A trained dynamics run to drive instead of the fake model (needs `--data`).
+    #[arg(long, requires = "data")]
+    pub ckpt: Option<std::path::PathBuf>,
+    /// Dataset the real model's sessions start from.
+    #[arg(long)]
+    pub data: Option<std::path::PathBuf>,
+    /// MaskGIT refinement steps per frame for the real model.
+    #[arg(long, default_value_t = 25)]
+    pub maskgit_steps: usize,
 }
 
 const ROUNDS: usize = 5;
@@ -39,7 +48,13 @@ pub fn run(a: ServeBenchArgs) -> anyhow::Result<()> {
     ensure!(a.clients >= 1, "--clients must be at least 1");
     ensure!(a.model_ms.is_finite() && a.model_ms >= 0.0, "--model-ms must be a non-negative number");
     let delay = Duration::from_secs_f64(a.model_ms / 1e3);
-    let model = Arc::new(FakeWorld::new(a.size, delay));
+    let model: Arc<dyn WorldModel> = match &a.ckpt {
+        Some(run) => {
+            let sampler = jinn_world::SamplerConfig { maskgit_steps: a.maskgit_steps, ..Default::default() };
+            Arc::new(crate::play::GenieWorld::load(run, a.data.as_deref(), sampler)?)
+        }
+        None => Arc::new(FakeWorld::new(a.size, delay)),
+    };
     let rt = tokio::runtime::Runtime::new()?;
     let limits = Limits { max_sessions: a.clients + 2, ..Limits::default() };
     let config = ServeConfig { bind: "127.0.0.1:0".parse()?, limits };
@@ -47,10 +62,21 @@ pub fn run(a: ServeBenchArgs) -> anyhow::Result<()> {
     let base = format!("http://{}", server.local_addr());
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(true).build().into();
 
-    println!(
-        "fake model {}x{}x{}, simulated inference {} ms, {} steps per row, {} interleaved rounds",
-        a.size.height, a.size.width, a.size.channels, a.model_ms, a.steps, ROUNDS
-    );
+    match &a.ckpt {
+        Some(run) => println!(
+            "model {} ({}), {} MaskGIT steps, {} steps per row, {} interleaved rounds",
+            run.display(),
+            model.info().name,
+            a.maskgit_steps,
+            a.steps,
+            ROUNDS
+        ),
+        None => println!(
+            "fake model {}x{}x{}, simulated inference {} ms, {} steps per row, {} interleaved rounds",
+            a.size.height, a.size.width, a.size.channels, a.model_ms, a.steps, ROUNDS
+        ),
+    }
+    let n_actions = model.info().actions.len().max(1) as u32;
     let mut state = model.start(&model.start_frames(&StartSource::Sample)?)?;
     let session = create_session(&agent, &base)?;
     let (mut direct, mut http) = (Vec::new(), Vec::new());
@@ -58,12 +84,12 @@ pub fn run(a: ServeBenchArgs) -> anyhow::Result<()> {
     for _ in 0..ROUNDS {
         for i in 0..a.steps / ROUNDS {
             let t = Instant::now();
-            model.step(&mut state, (i % 5) as u32)?;
+            model.step(&mut state, i as u32 % n_actions)?;
             direct.push(ms(t));
         }
         for i in 0..a.steps / ROUNDS {
             let t = Instant::now();
-            let reply = step(&agent, &base, &session, (i % 5) as u32)?;
+            let reply = step(&agent, &base, &session, i as u32 % n_actions)?;
             http.push(ms(t));
             server_ms.push(reply.timings.server_ms);
         }
@@ -80,7 +106,7 @@ pub fn run(a: ServeBenchArgs) -> anyhow::Result<()> {
                 (0..per_client)
                     .map(|i| {
                         let t = Instant::now();
-                        step(&agent, &base, &id, (i % 5) as u32)?;
+                        step(&agent, &base, &id, i as u32 % n_actions)?;
                         Ok(ms(t))
                     })
                     .collect()
