@@ -155,12 +155,23 @@ pub struct AxialTransformer {
 impl AxialTransformer {
     /// `x` `[B, T, N, I]` → `[B, T, N, O]`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let x = self.norm_in.forward(x); // [b, t, n, i]
-        let x = self.norm_model.forward(self.proj_in.forward(x)); // [b, t, n, m]
-        let mut x = add_spatiotemporal_pe(x); // [b, t, n, m]
+        let mut x = self.stem(x); // [b, t, n, m]
         for block in &self.blocks {
             x = block.forward(x); // [b, t, n, m]
         }
+        self.head(x) // [b, t, n, o]
+    }
+
+    /// The part before the blocks: `x` `[B, T, N, I]` → `LN → Linear → LN → +PE` `[B, T, N, M]`
+    /// (split out so a trainer can run the blocks through the reversible engine).
+    pub fn stem(&self, x: Tensor<4>) -> Tensor<4> {
+        let x = self.norm_in.forward(x); // [b, t, n, i]
+        let x = self.norm_model.forward(self.proj_in.forward(x)); // [b, t, n, m]
+        add_spatiotemporal_pe(x) // [b, t, n, m]
+    }
+
+    /// The part after the blocks: `[B, T, N, M]` → `Linear(M→O)` `[B, T, N, O]`.
+    pub fn head(&self, x: Tensor<4>) -> Tensor<4> {
         self.proj_out.forward(x) // [b, t, n, o]
     }
 }

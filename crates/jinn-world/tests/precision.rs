@@ -44,6 +44,7 @@ fn run_cfg(precision: Precision) -> TokenizerRunConfig {
             num_codes: 32,
             codebook_dropout: 0.0,
             vq_beta: 0.25,
+            remat: false,
         },
         ..Default::default()
     };

@@ -20,6 +20,7 @@ pub(crate) fn tiny_tokenizer() -> TokenizerConfig {
         num_codes: 16,
         codebook_dropout: 0.0,
         vq_beta: 0.25,
+        remat: false,
     }
 }
 

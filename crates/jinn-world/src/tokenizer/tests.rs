@@ -19,6 +19,7 @@ fn tiny() -> TokenizerConfig {
         num_codes: 64,
         codebook_dropout: 0.0,
         vq_beta: 0.25,
+        remat: false,
     }
 }
 
