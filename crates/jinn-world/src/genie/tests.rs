@@ -34,6 +34,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         mask_limit: 0.5,
         z_loss_weight: 0.1,
         action_dim: 4,
+        reversible: false,
     }
 }
 
