@@ -5,7 +5,9 @@
 //! per-segment checkpoint API; recomputation is a property of the autodiff device
 //! (`Device::flex().autodiff().gradient_checkpointing()`, the `Balanced` strategy, which
 //! recomputes memory-bound ops and keeps matmul outputs). The trainer chooses it when it
-//! builds the device; the modules here need nothing for it, so there is no per-block flag.
+//! builds the device. Per-block recomputation (keep only each block's input) is the reversible
+//! engine's `Mode::StoreInputs` over the blocks, between [`AxialTransformer::stem`] and
+//! [`AxialTransformer::head`] (the tokenizer's `model.remat`).
 
 use burn::config::Config;
 use burn::module::Module;

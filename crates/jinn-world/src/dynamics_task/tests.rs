@@ -57,8 +57,7 @@ fn resume_is_bit_identical(dynamics: DynamicsConfig) {
     let (tok, _) = component_runs(root.path());
     let device = Device::flex().autodiff();
     let source = ActionSource::CoTrain(crate::lam::tests::tiny());
-    let (init, genie_cfg) =
-        assemble_genie(&tok, source.clone(), &dynamics, &device).unwrap();
+    let (init, genie_cfg) = assemble_genie(&tok, source.clone(), &dynamics, &device).unwrap();
     let init_bits = bits(&init);
     let cfg = run_cfg(genie_cfg);
 
