@@ -5,7 +5,9 @@
 //! per-segment checkpoint API; recomputation is a property of the autodiff device
 //! (`Device::flex().autodiff().gradient_checkpointing()`, the `Balanced` strategy, which
 //! recomputes memory-bound ops and keeps matmul outputs). The trainer chooses it when it
-//! builds the device; the modules here need nothing for it, so there is no per-block flag.
+//! builds the device. Per-block recomputation (keep only each block's input) is the reversible
+//! engine's `Mode::StoreInputs` over the blocks, between [`AxialTransformer::stem`] and
+//! [`AxialTransformer::head`] (the tokenizer's `model.remat`).
 
 use burn::config::Config;
 use burn::module::Module;
@@ -155,12 +157,23 @@ pub struct AxialTransformer {
 impl AxialTransformer {
     /// `x` `[B, T, N, I]` → `[B, T, N, O]`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let x = self.norm_in.forward(x); // [b, t, n, i]
-        let x = self.norm_model.forward(self.proj_in.forward(x)); // [b, t, n, m]
-        let mut x = add_spatiotemporal_pe(x); // [b, t, n, m]
+        let mut x = self.stem(x); // [b, t, n, m]
         for block in &self.blocks {
             x = block.forward(x); // [b, t, n, m]
         }
+        self.head(x) // [b, t, n, o]
+    }
+
+    /// The part before the blocks: `x` `[B, T, N, I]` → `LN → Linear → LN → +PE` `[B, T, N, M]`
+    /// (split out so a trainer can run the blocks through the reversible engine).
+    pub fn stem(&self, x: Tensor<4>) -> Tensor<4> {
+        let x = self.norm_in.forward(x); // [b, t, n, i]
+        let x = self.norm_model.forward(self.proj_in.forward(x)); // [b, t, n, m]
+        add_spatiotemporal_pe(x) // [b, t, n, m]
+    }
+
+    /// The part after the blocks: `[B, T, N, M]` → `Linear(M→O)` `[B, T, N, O]`.
+    pub fn head(&self, x: Tensor<4>) -> Tensor<4> {
         self.proj_out.forward(x) // [b, t, n, o]
     }
 }

@@ -17,6 +17,7 @@ use burn::nn::Linear;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
 use jinn_nn::init::{lazy_param, linear};
+use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
 use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +67,11 @@ pub struct DynamicsConfig {
     /// Width of ground-truth action embeddings (`--actions gt`); with a LAM the LAM's latent
     /// width is used.
     pub action_dim: usize,
+    /// Reversible backbone: `num_blocks` reversible axial blocks (additive coupling on two
+    /// `model_dim/2` halves, F = spatial+temporal attention with `num_heads` heads per half,
+    /// G = FFN) instead of the axial blocks, trained with memory-free backprop
+    /// ([`crate::genie::reversible`]).
+    pub reversible: bool,
 }
 
 impl Default for DynamicsConfig {
@@ -79,6 +85,7 @@ impl Default for DynamicsConfig {
             mask_limit: 0.5,
             z_loss_weight: 0.0,
             action_dim: 32,
+            reversible: false,
         }
     }
 }
@@ -115,15 +122,26 @@ impl DynamicsConfig {
         let mask_token = (!causal).then(|| {
             lazy_param([m], device, move |dev| Tensor::random([m], Distribution::Uniform(-bound, bound), dev))
         });
-        let transformer = AxialTransformerConfig::new(m, m, self.ffn_dim, v, self.num_blocks, self.num_heads)
+        // A reversible model keeps the transformer's stem and head and replaces its blocks.
+        let axial_blocks = if self.reversible { 0 } else { self.num_blocks };
+        let transformer = AxialTransformerConfig::new(m, m, self.ffn_dim, v, axial_blocks, self.num_heads)
             .with_spatial_causal(causal)
             .with_temporal_causal(true)
             .init(device)?;
+        let reversible_blocks = if self.reversible {
+            ReversibleAxialConfig::new(m, self.ffn_dim, self.num_heads)
+                .with_spatial_causal(causal)
+                .with_temporal_causal(true)
+                .init_stack(self.num_blocks, device)?
+        } else {
+            Vec::new()
+        };
         Ok(Dynamics {
             token_embed,
             mask_token,
             action_up: linear(action_dim, m, device),
             transformer,
+            reversible_blocks,
             causal,
             mask_limit: self.mask_limit,
             z_loss_weight: self.z_loss_weight,
@@ -140,8 +158,11 @@ pub struct Dynamics {
     pub mask_token: Option<Param<Tensor<1>>>,
     /// Action projection `La → M`.
     pub action_up: Linear,
-    /// Axial transformer `M → V`.
+    /// Axial transformer `M → V` (without blocks in a reversible model).
     pub transformer: AxialTransformer,
+    /// The reversible backbone, run after the transformer's stem (empty unless
+    /// `reversible`).
+    pub reversible_blocks: Vec<ReversibleAxialBlock>,
     /// Causal dynamics (spatial causal attention, next-token targets) instead of MaskGIT.
     pub causal: bool,
     /// MaskGIT mask ratio lower bound.
@@ -182,6 +203,24 @@ impl Dynamics {
         actions: Tensor<3>,
         mask: Option<Tensor<3, Bool>>,
     ) -> Result<Tensor<4>, NnError> {
+        self.logits_with(tokens, actions, mask, &mut |x| self.backbone(x))
+    }
+
+    /// The blocks between the transformer's stem and head, on the autodiff tape: the axial
+    /// blocks, then the reversible ones (one of the two is empty) `[B, T, N+1, M]`.
+    pub fn backbone(&self, x: Tensor<4>) -> Tensor<4> {
+        let x = self.transformer.blocks.iter().fold(x, |h, block| block.forward(h)); // [b, t, n+1, m]
+        forward_standard(&self.reversible_blocks, x) // [b, t, n+1, m]
+    }
+
+    /// [`Dynamics::logits`] with the backbone run by `backbone` (e.g. the memory-free engine).
+    pub fn logits_with(
+        &self,
+        tokens: Tensor<3, Int>,
+        actions: Tensor<3>,
+        mask: Option<Tensor<3, Bool>>,
+        backbone: &mut dyn FnMut(Tensor<4>) -> Tensor<4>,
+    ) -> Result<Tensor<4>, NnError> {
         let [b, t, n] = tokens.dims();
         self.check_inputs([b, t, n], &actions, mask.as_ref())?;
         let m = self.token_embed.shape().dims::<2>()[1];
@@ -195,7 +234,7 @@ impl Dynamics {
         };
         let slot = self.action_slot(actions, [b, t, m]); // [b, t, 1, m]
         let x = Tensor::cat(vec![slot, emb], 2); // [b, t, n+1, m]
-        let out = self.transformer.forward(x); // [b, t, n+1, v]
+        let out = self.transformer.head(backbone(self.transformer.stem(x))); // [b, t, n+1, v]
         let v = out.dims()[3];
         // MaskGIT reads slots 1..=N (the tokens); causal reads slots 0..N (slot n sees ≤ n).
         let first = if self.causal { 0 } else { 1 };

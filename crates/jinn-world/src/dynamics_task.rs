@@ -24,6 +24,7 @@ use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::rng_for;
 use jinn_data::FrameShape;
+use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_nn::{CodeUsage, NnError};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
@@ -77,6 +78,8 @@ pub struct DynamicsTask {
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
     loader: Loader,
+    /// Memory-free backprop for a reversible dynamics model (`model.reversible`).
+    engine: Engine,
 }
 
 impl DynamicsTask {
@@ -105,6 +108,7 @@ impl DynamicsTask {
             train_data,
             val_data,
             loader,
+            engine: Engine::new(Mode::Reconstruct, MonitorConfig::default()),
         })
     }
 
@@ -209,10 +213,27 @@ impl TrainTask for DynamicsTask {
         for micro in 0..ctx.grad_accum {
             let batch = next_batch(&mut self.loader)?;
             let mut rng = rng_for(ctx.seed, "dynamics-mask", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let out = self.forward(&self.model, &batch, &mut rng)?;
+            let divisor = ctx.grad_accum as f64; // the loss is averaged over micro-batches
+            let (out, grads) = if self.cfg.model.dynamics.reversible {
+                // Memory-free backprop through the reversible backbone (genie::reversible).
+                let device = self.model.dynamics.token_embed.val().device();
+                let acts = actions(&batch, &device)?;
+                self.model
+                    .forward_backward_reversible(
+                        videos(&batch, &device),
+                        acts,
+                        &mut rng,
+                        divisor,
+                        &mut self.engine,
+                    )
+                    .map_err(model_err)?
+            } else {
+                let out = self.forward(&self.model, &batch, &mut rng)?;
+                let loss = out.loss.clone().div_scalar(divisor);
+                (out, GradientsParams::from_grads(loss.backward(), &self.model))
+            };
             self.host_metrics(&out, &mut sums)?;
-            let loss = out.loss.div_scalar(ctx.grad_accum as f64);
-            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
+            acc.accumulate(&self.model, grads);
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics(false);

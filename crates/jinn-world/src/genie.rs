@@ -206,6 +206,18 @@ impl Genie {
         actions: Option<Tensor<2, Int>>,
         mask_rng: &mut dyn rand::RngCore,
     ) -> std::result::Result<GenieOutput, NnError> {
+        self.forward_with(videos, actions, mask_rng, &mut |x| self.dynamics.backbone(x))
+    }
+
+    /// [`Genie::forward`] with the dynamics backbone run by `backbone` (see
+    /// [`Dynamics::logits_with`]).
+    pub fn forward_with(
+        &self,
+        videos: Tensor<5>,
+        actions: Option<Tensor<2, Int>>,
+        mask_rng: &mut dyn rand::RngCore,
+        backbone: &mut dyn FnMut(Tensor<4>) -> Tensor<4>,
+    ) -> std::result::Result<GenieOutput, NnError> {
         let tokens = self.tokenizer.encode(videos.clone())?; // [b, t, n]
         let dims = tokens.dims();
         let device = tokens.device();
@@ -214,11 +226,12 @@ impl Genie {
             DynamicsKind::MaskGit => {
                 let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
                 let mask_t = maskgit::mask_tensor(&mask, dims, &device);
-                let logits = self.dynamics.logits(tokens.clone(), latent, Some(mask_t.clone()))?;
+                let logits =
+                    self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
                 (logits, mask, mask_t.float())
             }
             DynamicsKind::Causal => {
-                let logits = self.dynamics.logits(tokens.clone(), latent, None)?;
+                let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
                 (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
             }
         };
@@ -328,6 +341,8 @@ pub fn load_genie(run_dir: &Path, device: &Device) -> Result<(Genie, GenieConfig
     let genie = ckpt.load_model(model)?.refreeze(&cfg);
     Ok((genie, cfg, ckpt.state.step))
 }
+
+pub mod reversible;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -14,8 +14,8 @@ use burn::module::Module;
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_nn::{
-    patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, VectorQuantizer,
-    VectorQuantizerConfig, VqOutput,
+    patchify, unpatchify, AxialBlock, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
+    VectorQuantizer, VectorQuantizerConfig, VqOutput,
 };
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,10 @@ pub struct TokenizerConfig {
     /// Dead-code reset in training: a code unused for this many consecutive steps becomes a
     /// copy of a used one (as the LAM does, spec §3.3); 0 = off (Jasmine's tokenizer has none).
     pub reset_threshold: u32,
+    /// Per-block activation recomputation in training: keep only each encoder/decoder block's
+    /// input and recompute the block in the backward pass (less memory, ≈ one more forward of
+    /// the blocks). Same gradients; not stored in the weights.
+    pub remat: bool,
 }
 
 impl Default for TokenizerConfig {
@@ -73,6 +77,7 @@ impl Default for TokenizerConfig {
             codebook_dropout: 0.01,
             vq_beta: jinn_nn::VQ_BETA,
             reset_threshold: 0,
+            remat: false,
         }
     }
 }
@@ -188,10 +193,21 @@ impl Tokenizer {
         videos: Tensor<5>,
         rng: Option<&mut dyn rand::RngCore>,
     ) -> Result<(VqOutput, [usize; 3]), NnError> {
+        self.vq_encode_with(videos, rng, &mut run_blocks)
+    }
+
+    /// [`Tokenizer::vq_encode`] with the encoder's blocks run by `blocks`.
+    fn vq_encode_with(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+        blocks: &mut BlockRunner<'_>,
+    ) -> Result<(VqOutput, [usize; 3]), NnError> {
         self.check_frames(videos.dims())?;
         let patches = patchify(videos, self.patch)?; // [b, t, n, p]
         let [b, t, n, _] = patches.dims();
-        let latents = self.encoder.forward(patches); // [b, t, n, l]
+        let stem = self.encoder.stem(patches); // [b, t, n, m]
+        let latents = self.encoder.head(blocks(&self.encoder.blocks, stem)); // [b, t, n, l]
         let l = latents.dims()[3];
         let rows = latents.reshape([b * t * n, l]); // [b·t·n, l]
         let out = match rng {
@@ -209,7 +225,17 @@ impl Tokenizer {
 
     /// Decoder on quantised latents `[B, T, N, L]` → frames `[B, T, H, W, C]` in `[0, 1]`.
     pub fn decode_latents(&self, z_q: Tensor<4>) -> Result<Tensor<5>, NnError> {
-        let patches = sigmoid(self.decoder.forward(z_q)); // [b, t, n, p]
+        self.decode_latents_with(z_q, &mut run_blocks)
+    }
+
+    /// [`Tokenizer::decode_latents`] with the decoder's blocks run by `blocks`.
+    fn decode_latents_with(
+        &self,
+        z_q: Tensor<4>,
+        blocks: &mut BlockRunner<'_>,
+    ) -> Result<Tensor<5>, NnError> {
+        let stem = self.decoder.stem(z_q); // [b, t, n, m]
+        let patches = sigmoid(self.decoder.head(blocks(&self.decoder.blocks, stem))); // [b, t, n, p]
         unpatchify(patches, self.grid()) // [b, t, h, w, c]
     }
 
@@ -249,9 +275,19 @@ impl Tokenizer {
         videos: Tensor<5>,
         rng: Option<&mut dyn rand::RngCore>,
     ) -> Result<TokenizerOutput, NnError> {
-        let (out, [b, t, n]) = self.vq_encode(videos.clone(), rng)?;
+        self.forward_parts(videos, rng, &mut run_blocks)
+    }
+
+    /// The training forward with the encoder's, then the decoder's blocks run by `blocks`.
+    fn forward_parts(
+        &self,
+        videos: Tensor<5>,
+        rng: Option<&mut dyn rand::RngCore>,
+        blocks: &mut BlockRunner<'_>,
+    ) -> Result<TokenizerOutput, NnError> {
+        let (out, [b, t, n]) = self.vq_encode_with(videos.clone(), rng, blocks)?;
         let l = out.z_q.dims()[1];
-        let recon = self.decode_latents(out.z_q.clone().reshape([b, t, n, l]))?; // [b, t, h, w, c]
+        let recon = self.decode_latents_with(out.z_q.clone().reshape([b, t, n, l]), blocks)?; // [b, t, h, w, c]
         let mse = (recon.clone() - videos).powi_scalar(2).mean();
         let q_loss = out.codebook_loss();
         let commitment = out.commitment_loss();
@@ -260,5 +296,15 @@ impl Tokenizer {
     }
 }
 
+/// Runs a transformer's axial blocks on its stem output `[B, T, N, M]` (plain autodiff, or
+/// the recomputation engine of [`remat`]).
+type BlockRunner<'a> = dyn FnMut(&[AxialBlock], Tensor<4>) -> Tensor<4> + 'a;
+
+/// The blocks one after the other, on the autodiff tape.
+fn run_blocks(blocks: &[AxialBlock], x: Tensor<4>) -> Tensor<4> {
+    blocks.iter().fold(x, |h, block| block.forward(h)) // [b, t, n, m]
+}
+
+pub mod remat;
 #[cfg(test)]
 mod tests;

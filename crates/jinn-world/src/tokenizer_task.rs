@@ -219,8 +219,16 @@ impl TrainTask for TokenizerTask {
             let videos = precision.cast_input(self.videos(&batch)); // [b, t, h, w, c]
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let out =
-                precision.compute_model(&self.model).forward_train(videos, &mut rng).map_err(model_err)?;
+            let model = precision.compute_model(&self.model);
+            let divisor = ctx.grad_accum as f64; // the loss is averaged over micro-batches
+            let (out, grads) = if self.cfg.model.remat {
+                // Per-block recomputation (tokenizer::remat): same gradients, less memory.
+                model.forward_backward_remat(videos, &mut rng, divisor).map_err(model_err)?
+            } else {
+                let out = model.forward_train(videos, &mut rng).map_err(model_err)?;
+                let loss = out.loss.clone().div_scalar(divisor);
+                (out, GradientsParams::from_grads(loss.backward(), &self.model))
+            };
             sums.add(&out, &batch, num_codes, self.is_logged(ctx.step))?;
             if self.tracker.is_some() {
                 let [b, t, n] = out.indices.dims();
@@ -228,8 +236,7 @@ impl TrainTask for TokenizerTask {
                     .map_err(model_err)?;
                 step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
             }
-            let loss = out.loss.div_scalar(ctx.grad_accum as f64);
-            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
+            acc.accumulate(&self.model, grads);
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics();

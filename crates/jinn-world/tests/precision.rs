@@ -45,6 +45,7 @@ fn run_cfg(precision: Precision) -> TokenizerRunConfig {
             codebook_dropout: 0.0,
             vq_beta: 0.25,
             reset_threshold: 0,
+            remat: false,
         },
         ..Default::default()
     };

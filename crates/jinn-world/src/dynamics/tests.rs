@@ -14,6 +14,7 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
         mask_limit: 0.5,
         z_loss_weight: 0.0,
         action_dim: 4,
+        reversible: false,
     }
 }
 

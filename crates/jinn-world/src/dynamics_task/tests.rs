@@ -41,14 +41,23 @@ fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &GenieRunConfig) ->
 
 #[test]
 fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {
+    resume_is_bit_identical(tiny_dynamics(DynamicsKind::MaskGit));
+}
+
+#[test]
+fn resumed_reversible_run_is_bit_identical() {
+    let dynamics = DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    resume_is_bit_identical(dynamics);
+}
+
+fn resume_is_bit_identical(dynamics: DynamicsConfig) {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("data");
     tiny_dataset(&data);
     let (tok, _) = component_runs(root.path());
     let device = Device::flex().autodiff();
     let source = ActionSource::CoTrain(crate::lam::tests::tiny());
-    let (init, genie_cfg) =
-        assemble_genie(&tok, source.clone(), &tiny_dynamics(DynamicsKind::MaskGit), &device).unwrap();
+    let (init, genie_cfg) = assemble_genie(&tok, source.clone(), &dynamics, &device).unwrap();
     let init_bits = bits(&init);
     let cfg = run_cfg(genie_cfg);
 
@@ -60,7 +69,7 @@ fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {
     let mut first = DynamicsTask::new(&cfg, &data, init.clone()).unwrap();
     run(&mut first, &cfg.train, &opts(&split_dir, false, Some(2), &cfg)).unwrap();
     drop(first);
-    let (other, _) = assemble_genie(&tok, source, &tiny_dynamics(DynamicsKind::MaskGit), &device).unwrap();
+    let (other, _) = assemble_genie(&tok, source, &dynamics, &device).unwrap();
     let mut second = DynamicsTask::new(&cfg, &data, other).unwrap();
     let summary = run(&mut second, &cfg.train, &opts(&split_dir, true, None, &cfg)).unwrap();
     assert_eq!((summary.start_step, summary.end_step), (2, 4));

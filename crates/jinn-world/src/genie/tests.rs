@@ -21,6 +21,7 @@ pub(crate) fn tiny_tokenizer() -> TokenizerConfig {
         codebook_dropout: 0.0,
         vq_beta: 0.25,
         reset_threshold: 0,
+        remat: false,
     }
 }
 
@@ -34,6 +35,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         mask_limit: 0.5,
         z_loss_weight: 0.1,
         action_dim: 4,
+        reversible: false,
     }
 }
 

@@ -20,6 +20,7 @@ fn tiny() -> TokenizerConfig {
         codebook_dropout: 0.0,
         vq_beta: 0.25,
         reset_threshold: 0,
+        remat: false,
     }
 }
 

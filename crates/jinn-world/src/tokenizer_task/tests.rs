@@ -38,6 +38,7 @@ fn run_cfg() -> TokenizerRunConfig {
         codebook_dropout: 0.1,
         vq_beta: 0.25,
         reset_threshold: 2,
+        remat: false,
     };
     let data = DataConfig { seq_len: 4, loader_threads: 1, prefetch: 2 };
     let train = TrainConfig {
@@ -90,9 +91,19 @@ fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &TokenizerRunConfig
 
 #[test]
 fn resumed_run_is_bit_identical_to_uninterrupted_run() {
+    resume_is_bit_identical(run_cfg());
+}
+
+#[test]
+fn resume_is_bit_identical_with_per_block_recomputation() {
+    let mut cfg = run_cfg();
+    cfg.model.remat = true;
+    resume_is_bit_identical(cfg);
+}
+
+fn resume_is_bit_identical(cfg: TokenizerRunConfig) {
     let data = tempfile::tempdir().unwrap();
     tiny_dataset(data.path());
-    let cfg = run_cfg();
     let device = Device::flex().autodiff();
     let init = cfg.model.init(&device).unwrap();
     let init_bits = bits(&init); // materialises the lazy parameters before cloning

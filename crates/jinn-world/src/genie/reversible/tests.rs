@@ -1,0 +1,130 @@
+use super::super::tests::{tiny_dynamics, tiny_tokenizer};
+use super::super::{ActionConfig, Genie, GenieConfig};
+use crate::dynamics::DynamicsKind;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Tensor};
+use jinn_data::rng::rng_for;
+use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
+use jinn_train::optim::OptimConfig;
+
+/// A reversible Genie (two reversible blocks, width 16) with a co-trained LAM, so the
+/// gradient also has to reach the stem's LAM through the engine.
+fn reversible_genie(kind: DynamicsKind, device: &Device) -> Genie {
+    let cfg = GenieConfig {
+        tokenizer: tiny_tokenizer(),
+        actions: ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: true },
+        dynamics: crate::dynamics::DynamicsConfig { num_blocks: 2, reversible: true, ..tiny_dynamics(kind) },
+    };
+    cfg.init(device).unwrap()
+}
+
+fn clip(device: &Device) -> Tensor<5> {
+    crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], device)
+    // [b, t, h, w, c]
+}
+
+fn memory_free() -> Engine {
+    Engine::new(Mode::Reconstruct, MonitorConfig { every: 0, threshold: 1e-3 })
+}
+
+/// Every trainable parameter's gradient in `a` and `b`, flattened, in visiting order.
+struct Pairs<'a> {
+    a: &'a GradientsParams,
+    b: &'a GradientsParams,
+    out: Vec<(Vec<f32>, Vec<f32>)>,
+}
+
+impl ModuleVisitor for Pairs<'_> {
+    fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+        let flat = |g: &GradientsParams| g.get::<D>(p.id).map(|t| t.try_into_vec_as::<f32>().unwrap());
+        match (flat(self.a), flat(self.b)) {
+            (Some(a), Some(b)) => self.out.push((a, b)),
+            (None, None) => {} // frozen (the tokenizer)
+            (a, b) => panic!("gradient in one only: standard {}, engine {}", a.is_some(), b.is_some()),
+        }
+    }
+}
+
+#[test]
+fn memory_free_gradients_equal_standard_autodiff() {
+    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+        let device = Device::flex().autodiff();
+        device.seed(11);
+        let genie = reversible_genie(kind, &device);
+        assert_eq!(genie.dynamics.reversible_blocks.len(), 2);
+        assert!(genie.dynamics.transformer.blocks.is_empty());
+        let divisor = 2.0;
+
+        let out = genie.forward(clip(&device), None, &mut rng_for(1, "mask", 0)).unwrap();
+        let reference = GradientsParams::from_grads(out.loss.clone().div_scalar(divisor).backward(), &genie);
+        let (rev_out, rev) = genie
+            .forward_backward_reversible(
+                clip(&device),
+                None,
+                &mut rng_for(1, "mask", 0),
+                divisor,
+                &mut memory_free(),
+            )
+            .unwrap();
+        let loss = |t: Tensor<1>| t.into_scalar::<f32>();
+        let (a, b) = (loss(out.loss), loss(rev_out.loss));
+        assert!((a - b).abs() <= 1e-5 * a.abs(), "{kind:?}: same forward, {a} vs {b}");
+
+        let mut pairs = Pairs { a: &reference, b: &rev, out: Vec::new() };
+        genie.visit(&mut pairs);
+        assert_eq!(pairs.out.len(), reference.len(), "{kind:?}: every gradient is a parameter's");
+        assert_eq!(reference.len(), rev.len());
+        let lam_params = genie.lam.as_ref().unwrap().num_params();
+        assert!(lam_params > 0);
+        let max_abs = |v: &[f32]| v.iter().fold(0f32, |a, x| a.max(x.abs()));
+        let global = pairs.out.iter().map(|(r, _)| max_abs(r)).fold(0f32, f32::max);
+        assert!(global > 0.0);
+        for (i, (r, m)) in pairs.out.iter().enumerate() {
+            // Relative per parameter, floored for the ones whose exact gradient is ~0 (the
+            // attention key biases).
+            let scale = max_abs(r).max(1e-3 * global);
+            let diff = r.iter().zip(m).fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+            assert!(diff <= 1e-4 * scale, "{kind:?} parameter {i}: max diff {diff} vs scale {scale}");
+        }
+    }
+}
+
+#[test]
+fn reversible_dynamics_trains_with_memory_free_backprop() {
+    let device = Device::flex().autodiff();
+    device.seed(5);
+    let mut genie = reversible_genie(DynamicsKind::MaskGit, &device);
+    let mut optim = OptimConfig::default().init().unwrap();
+    let mut engine = Engine::new(Mode::Reconstruct, MonitorConfig { every: 5, threshold: 1e-3 });
+    let mut losses = Vec::new();
+    for step in 0..30 {
+        // The same clip and mask every step: the loss must fall.
+        let (out, grads) = genie
+            .forward_backward_reversible(clip(&device), None, &mut rng_for(2, "mask", 0), 1.0, &mut engine)
+            .unwrap();
+        losses.push(out.loss.into_scalar::<f32>());
+        genie = optim.step(if step < 3 { 1e-3 } else { 3e-3 }, genie, grads);
+    }
+    let (first, last) = (losses[0], *losses.last().unwrap());
+    assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
+    assert!(last < 0.7 * first, "loss did not fall: {losses:?}");
+    let stats = engine.stats();
+    assert_eq!(stats.checks, 6, "the monitor checked every 5th step");
+    assert_eq!(stats.fallbacks, 0, "reconstruction stayed accurate: {stats:?}");
+}
+
+#[test]
+fn standard_model_is_a_clear_error() {
+    let device = Device::flex().autodiff();
+    let cfg = GenieConfig {
+        tokenizer: tiny_tokenizer(),
+        actions: ActionConfig::Gt { num_actions: 3, action_dim: 4 },
+        dynamics: tiny_dynamics(DynamicsKind::MaskGit),
+    };
+    let genie = cfg.init(&device).unwrap();
+    let err = genie
+        .forward_backward_reversible(clip(&device), None, &mut rng_for(0, "m", 0), 1.0, &mut memory_free())
+        .unwrap_err();
+    assert!(err.to_string().contains("reversible = true"), "{err}");
+}
