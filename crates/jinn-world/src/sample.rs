@@ -120,7 +120,9 @@ pub fn sample(
         let dst = bi * frames * n;
         state.tokens[dst..dst + c * n].copy_from_slice(&context_host[bi * c * n..(bi + 1) * c * n]);
     }
-    if cfg.use_cache {
+    // The KV cache runs the transformer's own blocks; a reversible backbone has none there, so
+    // reversible models sample uncached (same logits, recomputed over the window).
+    if cfg.use_cache && dynamics.reversible_blocks.is_empty() {
         let mut cache = AxialKvCache::new(&dynamics.transformer, b, n + 1, frames, &state.device)?;
         for t in 0..c {
             let x = state.frame_input(t, None);

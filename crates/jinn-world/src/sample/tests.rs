@@ -3,6 +3,10 @@ use crate::dynamics::DynamicsConfig;
 use burn::tensor::Distribution;
 
 fn tiny(kind: DynamicsKind) -> Dynamics {
+    tiny_with(kind, false)
+}
+
+fn tiny_with(kind: DynamicsKind, reversible: bool) -> Dynamics {
     let cfg = DynamicsConfig {
         kind,
         model_dim: 16,
@@ -12,6 +16,7 @@ fn tiny(kind: DynamicsKind) -> Dynamics {
         mask_limit: 0.5,
         z_loss_weight: 0.0,
         action_dim: 4,
+        reversible,
     };
     let device = Device::flex();
     device.seed(7);
@@ -55,6 +60,31 @@ fn causal_cached_logits_equal_uncached() {
 fn maskgit_cached_logits_equal_uncached() {
     cached_vs_uncached(DynamicsKind::MaskGit, true);
     cached_vs_uncached(DynamicsKind::MaskGit, false);
+}
+
+#[test]
+fn reversible_models_sample_through_their_reversible_backbone() {
+    // The KV cache only knows the transformer's own blocks: a reversible model must take the
+    // uncached path (whatever `use_cache` says) and so give the same rollout either way, and
+    // its backbone must matter (a model without it samples differently).
+    let model = tiny_with(DynamicsKind::MaskGit, true);
+    assert!(!model.reversible_blocks.is_empty());
+    let (context, actions) = inputs(1, 1, 5, 3, 4);
+    let cfg = SamplerConfig { maskgit_steps: 3, argmax: true, seed: 1, ..Default::default() };
+    let cached = sample(&model, context.clone(), actions.clone(), 3, &cfg).unwrap();
+    let plain = sample(
+        &model,
+        context.clone(),
+        actions.clone(),
+        3,
+        &SamplerConfig { use_cache: false, ..cfg.clone() },
+    )
+    .unwrap();
+    assert_eq!(cached.logits, plain.logits);
+    let mut headless = model.clone();
+    headless.reversible_blocks.clear();
+    let without = sample(&headless, context, actions, 3, &cfg).unwrap();
+    assert!(max_abs_diff(&cached.logits, &without.logits) > 1e-4, "the reversible blocks were skipped");
 }
 
 #[test]

@@ -20,6 +20,7 @@ fn tiny() -> TokenizerConfig {
         num_codes: 16,
         codebook_dropout: 0.2,
         vq_beta: 0.25,
+        reset_threshold: 0,
         remat: true,
     }
 }
