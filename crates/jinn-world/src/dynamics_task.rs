@@ -14,7 +14,9 @@
 //! training steps: the tokenizer decode would cost about as much as the step).
 
 use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
-use crate::task_common::{actions, loader_config, next_batch, open_splits, to_u8, val_loader, videos};
+use crate::task_common::{
+    actions, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
+};
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
@@ -25,7 +27,7 @@ use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::rng_for;
 use jinn_data::FrameShape;
 use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
-use jinn_nn::{CodeUsage, NnError};
+use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
@@ -64,10 +66,6 @@ pub struct GenieRunConfig {
     pub train: TrainConfig,
     /// Data settings.
     pub data: DataConfig,
-}
-
-fn model_err(e: NnError) -> TrainError {
-    TrainError::config("model", e.to_string())
 }
 
 /// The dynamics [`TrainTask`].
@@ -307,17 +305,7 @@ impl TrainTask for DynamicsTask {
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
         self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
-        let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
-            TrainError::checkpoint(
-                &checkpoint.dir,
-                "state.json has no loader position; cannot resume exactly",
-            )
-        })?;
-        self.loader = Loader::resume(
-            self.train_data.clone(),
-            loader_config(&self.cfg.train, &self.cfg.data),
-            Some(position),
-        )?;
+        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         Ok(())
     }
 }

@@ -16,8 +16,8 @@
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
 use crate::task_common::{
-    loader_config, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters, to_u8,
-    val_loader, videos,
+    loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
+    save_dead_code_counters, to_u8, val_loader, videos,
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
@@ -29,7 +29,7 @@ use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
-use jinn_nn::{CodeUsage, DeadCodeTracker, NnError};
+use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
@@ -52,10 +52,6 @@ pub struct LamRunConfig {
     pub train: TrainConfig,
     /// Clip length and loader threads.
     pub data: DataConfig,
-}
-
-fn model_err(e: NnError) -> TrainError {
-    TrainError::config("model", e.to_string())
 }
 
 /// The LAM's [`TrainTask`].
@@ -249,17 +245,7 @@ impl TrainTask for LamTask {
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = checkpoint.load_model(self.model.clone())?;
         self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
-        let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
-            TrainError::checkpoint(
-                &checkpoint.dir,
-                "state.json has no loader position; cannot resume exactly",
-            )
-        })?;
-        self.loader = Loader::resume(
-            self.train_data.clone(),
-            loader_config(&self.cfg.train, &self.cfg.data),
-            Some(position),
-        )?;
+        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)?;
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! Pieces shared by the LAM and dynamics training tasks: opening splits with a frame-shape
+//! Pieces shared by the tokenizer, LAM and dynamics training tasks: opening splits with a frame-shape
 //! check, loader configs, batches as tensors, dead-code counters in checkpoints.
 
 use crate::tokenizer::frames_to_unit;
@@ -8,7 +8,7 @@ use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
 use jinn_data::rng::derive_seed;
 use jinn_data::FrameShape;
-use jinn_nn::DeadCodeTracker;
+use jinn_nn::{DeadCodeTracker, NnError};
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::{Result, TrainError};
@@ -30,7 +30,8 @@ pub(crate) fn open_split(
         return Err(TrainError::config(
             field,
             format!(
-                "the model expects {}×{}×{} frames but {} holds {}×{}×{} frames (its metadata.json)",
+                "the model expects {}×{}×{} frames but {} holds {}×{}×{} frames (its metadata.json); \
+                 set model.height, model.width and model.channels to match the data",
                 want.height,
                 want.width,
                 want.channels,
@@ -91,6 +92,24 @@ pub(crate) fn val_loader(train: &TrainConfig, data: &DataConfig, split: Arc<Data
         ..loader_config(train, data)
     };
     Ok(Loader::new(split, cfg)?)
+}
+
+/// The training loader positioned where `checkpoint` left it (exact resume).
+pub(crate) fn resume_loader(
+    checkpoint: &Checkpoint,
+    split: Arc<Dataset>,
+    train: &TrainConfig,
+    data: &DataConfig,
+) -> Result<Loader> {
+    let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
+        TrainError::checkpoint(&checkpoint.dir, "state.json has no loader position; cannot resume exactly")
+    })?;
+    Ok(Loader::resume(split, loader_config(train, data), Some(position))?)
+}
+
+/// A model error as a [`TrainError`] naming the `model` section.
+pub(crate) fn model_err(e: NnError) -> TrainError {
+    TrainError::config("model", e.to_string())
 }
 
 /// The loader's next batch (it cycles forever).

@@ -4,19 +4,15 @@
 //! Metrics (spec §3.1): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
 //! (fraction of the K codes used over the evaluated batches).
 
+use crate::task_common::{model_err, next_batch};
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerOutput};
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
-use jinn_nn::{CodeUsage, NnError};
+use jinn_nn::CodeUsage;
 use jinn_train::train_loop::Metrics;
-use jinn_train::{Result, TrainError};
+use jinn_train::Result;
 use std::path::Path;
-
-/// A model error as a [`TrainError`] naming the `model` section.
-pub(crate) fn model_err(e: NnError) -> TrainError {
-    TrainError::config("model", e.to_string())
-}
 
 /// Running sums of per-forward metrics.
 #[derive(Default)]
@@ -89,14 +85,6 @@ impl Sums {
             metrics.insert("codebook_usage".to_string(), usage);
         }
         metrics
-    }
-}
-
-/// The next batch of a loader that cycles forever.
-pub(crate) fn next_batch(loader: &mut Loader) -> Result<Batch> {
-    match loader.next() {
-        Some(batch) => Ok(batch?),
-        None => Err(TrainError::config("data", "the loader ended; it should cycle forever")),
     }
 }
 

@@ -20,15 +20,19 @@
 //! training, `psnr`, `ssim` and `codebook_usage` are computed on logged steps only (a few % of
 //! a step each time).
 
-use crate::task_common::{restore_dead_code_counters, save_dead_code_counters};
-use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig};
-use crate::tokenizer_eval::{evaluate, model_err, next_batch, write_recon_gif, Sums};
+use crate::task_common::{
+    self, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
+    save_dead_code_counters, val_loader, videos,
+};
+use crate::tokenizer::{Tokenizer, TokenizerConfig};
+use crate::tokenizer_eval::{evaluate, write_recon_gif, Sums};
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
-use jinn_data::loader::{Batch, Loader, LoaderConfig};
+use jinn_data::loader::Loader;
 use jinn_data::rng::{derive_seed, rng_for};
+use jinn_data::FrameShape;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
@@ -36,7 +40,7 @@ use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Model kind stored in tokenizer checkpoints.
@@ -77,27 +81,15 @@ pub struct TokenizerRunConfig {
 
 /// Open `<data_dir>/<split>` and check its frames match the model config.
 pub fn open_split(data_dir: &Path, split: &str, cfg: &TokenizerRunConfig) -> Result<Arc<Dataset>> {
-    let path = data_dir.join(split);
-    let dataset = Dataset::open(&path, cfg.data.seq_len, None)?;
-    let got = dataset.frame_shape();
-    let m = &cfg.model;
-    if (got.height, got.width, got.channels) != (m.height, m.width, m.channels) {
-        return Err(TrainError::config(
-            "model.height/width/channels",
-            format!(
-                "the config says {}×{}×{} frames but {} holds {}×{}×{} frames (its metadata.json); \
-                 set model.height, model.width and model.channels to match the data",
-                m.height,
-                m.width,
-                m.channels,
-                path.display(),
-                got.height,
-                got.width,
-                got.channels
-            ),
-        ));
-    }
-    Ok(Arc::new(dataset))
+    task_common::open_split(data_dir, split, cfg.data.seq_len, frame_shape(&cfg.model), FRAME_FIELD)
+}
+
+/// The config field named when the data's frames do not match the model.
+const FRAME_FIELD: &str = "model.height/width/channels";
+
+/// The frame shape the model config expects.
+fn frame_shape(m: &TokenizerConfig) -> FrameShape {
+    FrameShape { height: m.height, width: m.width, channels: m.channels }
 }
 
 /// The tokenizer's [`TrainTask`].
@@ -119,19 +111,9 @@ impl TokenizerTask {
     pub fn new(cfg: &TokenizerRunConfig, data_dir: &Path, model: Tokenizer, device: Device) -> Result<Self> {
         cfg.train.validate()?;
         cfg.train.precision.ensure_supported(&device)?;
-        let train_data = open_split(data_dir, "train", cfg)?;
-        let val_dir: PathBuf = data_dir.join("val");
-        let val_data = if val_dir.exists() { Some(open_split(data_dir, "val", cfg)?) } else { None };
-        if cfg.train.val_every > 0 && val_data.is_none() {
-            return Err(TrainError::config(
-                "train.val_every",
-                format!(
-                    "{} has no val/ split; set train.val_every = 0 to train without validation",
-                    data_dir.display()
-                ),
-            ));
-        }
-        let loader = Loader::new(train_data.clone(), Self::loader_config(cfg))?;
+        let (train_data, val_data) =
+            open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model), FRAME_FIELD)?;
+        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
         Ok(TokenizerTask {
             device,
             model,
@@ -153,18 +135,6 @@ impl TokenizerTask {
         Self::new(cfg, data_dir, model, device)
     }
 
-    fn loader_config(cfg: &TokenizerRunConfig) -> LoaderConfig {
-        LoaderConfig {
-            batch_size: cfg.train.micro_batch(),
-            seq_len: cfg.data.seq_len,
-            seed: cfg.train.seed,
-            rank: 0,
-            world_size: 1,
-            threads: cfg.data.loader_threads,
-            prefetch: cfg.data.prefetch,
-        }
-    }
-
     /// The model being trained.
     pub fn model(&self) -> &Tokenizer {
         &self.model
@@ -175,30 +145,12 @@ impl TokenizerTask {
         self.tracker.as_ref()
     }
 
-    fn videos(&self, batch: &Batch) -> burn::tensor::Tensor<5> {
-        let s = batch.frame_shape;
-        frames_to_unit(
-            &batch.videos,
-            [batch.batch_size, batch.seq_len, s.height, s.width, s.channels],
-            &self.device,
-        )
-    }
-
     /// Whether the loop logs the metrics of the update that starts at `step` (see
     /// [`jinn_train::train_loop::run`]: every `log_every` steps and at the last step).
     fn is_logged(&self, step: u64) -> bool {
         let t = &self.cfg.train;
         let done = step + 1;
         (t.log_every > 0 && done.is_multiple_of(t.log_every)) || done >= t.steps
-    }
-
-    fn val_loader(&self, data: Arc<Dataset>) -> Result<Loader> {
-        let cfg = LoaderConfig {
-            seed: derive_seed(self.cfg.train.seed, "val-loader", 0),
-            threads: 0,
-            ..Self::loader_config(&self.cfg)
-        };
-        Ok(Loader::new(data, cfg)?)
     }
 }
 
@@ -216,7 +168,7 @@ impl TrainTask for TokenizerTask {
             let batch = next_batch(&mut self.loader)?;
             // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
             let precision = self.cfg.train.precision;
-            let videos = precision.cast_input(self.videos(&batch)); // [b, t, h, w, c]
+            let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
             let model = precision.compute_model(&self.model);
@@ -259,14 +211,14 @@ impl TrainTask for TokenizerTask {
         let Some(data) = self.val_data.clone() else {
             return Ok(Metrics::new());
         };
-        evaluate(&self.model.valid(), &mut self.val_loader(data)?, batches)
+        evaluate(&self.model.valid(), &mut val_loader(&self.cfg.train, &self.cfg.data, data)?, batches)
     }
 
     /// `images/recon_step_XXXXXX.gif`: the first validation clip (or training clip without a
     /// val split) beside its reconstruction.
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let batch = next_batch(&mut self.val_loader(data)?)?;
+        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
         let dir = run_dir.join("images");
         std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
         write_recon_gif(&self.model.valid(), &batch, 1, &dir.join(format!("recon_step_{step:06}.gif")))
@@ -283,14 +235,7 @@ impl TrainTask for TokenizerTask {
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = checkpoint.load_model(self.model.clone())?;
         self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
-        let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
-            TrainError::checkpoint(
-                &checkpoint.dir,
-                "state.json has no loader position; cannot resume exactly",
-            )
-        })?;
-        self.loader =
-            Loader::resume(self.train_data.clone(), Self::loader_config(&self.cfg), Some(position))?;
+        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         if let Some(tracker) = &mut self.tracker {
             restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, tracker)?;
         }

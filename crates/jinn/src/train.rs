@@ -3,7 +3,8 @@
 mod dynamics;
 mod lam;
 mod progress;
-mod report;
+pub(crate) mod report;
+pub(crate) mod run_args;
 mod tokenizer;
 
 use clap::Subcommand;

@@ -46,7 +46,7 @@ pub fn run(a: GraphBenchArgs) -> anyhow::Result<()> {
         let cfg: GraphRunConfig = jinn_train::config::load(Some(&config), &a.overrides)?;
         let out = runs.path().join(set);
         println!("{set}: training {:?} d={} for {} steps …", cfg.model.kind, cfg.model.dim, cfg.train.steps);
-        let (_, secs) = train(&cfg, &data, &out, false, None)?;
+        let (_, secs) = train(&cfg, &data, &out, false, None, &Device::flex().autodiff())?;
         let trained = TrainedGraph::load(&out, &Device::flex())?;
         let graph =
             KnowledgeGraph::load_with_vocab(&data, trained.entities.clone(), trained.relations.clone())

@@ -2,11 +2,11 @@
 //! LAM (`--lam`), a co-trained LAM (neither flag) or ground-truth actions (`--actions gt`).
 
 use super::report::{check_fresh_out, print_summary};
+use super::run_args::RunArgs;
 use anyhow::{bail, Context};
-use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::rng::derive_seed;
-use jinn_train::train_loop::{run as run_loop, RunOptions};
+use jinn_train::train_loop::run as run_loop;
 use jinn_world::{
     assemble_genie, ActionSource, DynamicsKind, DynamicsRunConfig, DynamicsTask, GenieRunConfig,
 };
@@ -16,12 +16,9 @@ use std::time::Instant;
 /// Arguments of `jinn train dynamics`.
 #[derive(clap::Args)]
 pub struct DynamicsArgs {
-    /// TOML run config (`model`, `lam`, `train`, `data` sections); Jasmine's defaults when omitted.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Dataset directory holding `train/` (and `val/`).
-    #[arg(long)]
-    pub data: PathBuf,
+    /// Config, data, run directory, loop and device flags.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Tokenizer run directory (its newest good checkpoint and stored config are used).
     #[arg(long)]
     pub tokenizer: PathBuf,
@@ -34,31 +31,20 @@ pub struct DynamicsArgs {
     /// `maskgit` or `causal` (overrides `model.kind`).
     #[arg(long)]
     pub kind: Option<DynamicsKind>,
-    /// Run directory: checkpoints, metrics.jsonl, TensorBoard events, images.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Override a config value, e.g. `--set train.steps=500` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
-    /// Continue from the newest good checkpoint in `--out`.
-    #[arg(long)]
-    pub resume: bool,
-    /// Stop after this many steps in total (the LR schedule still spans `train.steps`).
-    #[arg(long)]
-    pub stop_at: Option<u64>,
 }
 
 /// Assemble the Genie, train, then print the step count, the time per step and the last metrics.
 pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
-    let mut cfg: DynamicsRunConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
+    let r = &a.run;
+    let mut cfg: DynamicsRunConfig = r.load_config()?;
     if let Some(kind) = a.kind {
         cfg.model.kind = kind;
     }
-    check_fresh_out(&a.out, a.resume)?;
+    check_fresh_out(&r.out, r.resume)?;
     let source = match (&a.lam, a.actions.as_deref()) {
         (Some(dir), _) => ActionSource::LamRun(dir),
         (None, Some("gt")) => {
-            let train = a.data.join("train");
+            let train = r.data.join("train");
             let ds = Dataset::open(&train, cfg.data.seq_len, None)?;
             let Some(num_actions) = ds.metadata().and_then(|m| m.num_actions) else {
                 bail!(
@@ -70,29 +56,23 @@ pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
         }
         _ => ActionSource::CoTrain(cfg.lam.clone()),
     };
-    let device = Device::flex().autodiff();
+    let device = r.device.device().autodiff();
     device.seed(derive_seed(cfg.train.seed, "init", 0));
     let (genie, genie_cfg) =
         assemble_genie(&a.tokenizer, source, &cfg.model, &device).with_context(|| {
             format!("assembling the world model from tokenizer run {}", a.tokenizer.display())
         })?;
     let run_cfg = GenieRunConfig { model: genie_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
-    let mut task = DynamicsTask::new(&run_cfg, &a.data, genie)
-        .with_context(|| format!("setting up dynamics training on {}", a.data.display()))?;
-    let opts = RunOptions {
-        run_dir: a.out.clone(),
-        config_json: jinn_train::config::to_json(&run_cfg),
-        resume: a.resume,
-        stop_at: a.stop_at,
-        metrics_head_len: 100,
-    };
+    let mut task = DynamicsTask::new(&run_cfg, &r.data, genie)
+        .with_context(|| format!("setting up dynamics training on {}", r.data.display()))?;
     tracing::info!(
-        "training {:?} dynamics for {} steps into {}",
+        "training {:?} dynamics for {} steps on {} into {}",
         cfg.model.kind,
         cfg.train.steps,
-        a.out.display()
+        r.device,
+        r.out.display()
     );
     let t = Instant::now();
-    let summary = run_loop(&mut task, &run_cfg.train, &opts)?;
-    print_summary(&summary, t, &a.out)
+    let summary = run_loop(&mut task, &run_cfg.train, &r.run_options(&run_cfg))?;
+    print_summary(&summary, t.elapsed().as_secs_f64(), &r.out)
 }

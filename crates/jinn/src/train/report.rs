@@ -4,7 +4,6 @@ use jinn_train::checkpoint::list_steps;
 use jinn_train::metrics_log::{read_metrics, METRICS_FILE};
 use jinn_train::train_loop::RunSummary;
 use std::path::Path;
-use std::time::Instant;
 
 /// Refuse to start a new run in a directory that already holds checkpoints.
 pub fn check_fresh_out(out: &Path, resume: bool) -> anyhow::Result<()> {
@@ -18,9 +17,9 @@ pub fn check_fresh_out(out: &Path, resume: bool) -> anyhow::Result<()> {
 }
 
 /// Print the steps run, the time per step, skipped checkpoints and the last metrics.
-pub fn print_summary(summary: &RunSummary, started: Instant, out: &Path) -> anyhow::Result<()> {
+/// `secs` is the wall time of the whole run.
+pub fn print_summary(summary: &RunSummary, secs: f64, out: &Path) -> anyhow::Result<()> {
     let steps = summary.end_step - summary.start_step;
-    let secs = started.elapsed().as_secs_f64();
     println!(
         "steps {}..{} in {secs:.1} s ({:.0} ms/step, including validation and checkpoints)",
         summary.start_step,
