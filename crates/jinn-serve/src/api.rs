@@ -107,6 +107,13 @@ pub struct FrameReply {
     pub timings: Timings,
 }
 
+impl FrameReply {
+    /// The reply for session `s`'s newest frame, already encoded as `png`.
+    fn latest(id: String, s: &Session, png: &[u8], timings: Timings) -> Self {
+        FrameReply { id, index: s.frames.len() - 1, frame: to_base64(png), undo_steps: s.undo.len(), timings }
+    }
+}
+
 /// Where a request's time went, in milliseconds.
 #[derive(Debug, Serialize, Deserialize, Default)]
 pub struct Timings {
@@ -256,13 +263,7 @@ pub async fn step(
         }
         s.frames.push(frame);
         let timings = Timings { queue_ms, model_ms, encode_ms, server_ms: ms(t0) };
-        Ok(FrameReply {
-            id,
-            index: s.frames.len() - 1,
-            frame: to_base64(&png),
-            undo_steps: s.undo.len(),
-            timings,
-        })
+        Ok(FrameReply::latest(id, &s, &png, timings))
     })
     .await?;
     Ok(Json(reply))
@@ -284,13 +285,7 @@ pub async fn undo(
         let t = Instant::now();
         let png = encode(s.frames.last().expect("a step was undone, so a start frame remains"))?;
         let timings = Timings { encode_ms: ms(t), server_ms: ms(t0), ..Default::default() };
-        Ok(FrameReply {
-            id,
-            index: s.frames.len() - 1,
-            frame: to_base64(&png),
-            undo_steps: s.undo.len(),
-            timings,
-        })
+        Ok(FrameReply::latest(id, &s, &png, timings))
     })
     .await?;
     Ok(Json(reply))
