@@ -4,6 +4,7 @@ use crate::error::{parse_json, ApiError};
 use crate::model::{Frame, StartSource, WorldModel};
 use crate::png::{decode_png, encode_png, from_base64, to_base64};
 use crate::session::{Limits, Session, Sessions};
+use crate::text::TextModel;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
@@ -19,23 +20,35 @@ use std::time::Instant;
 
 /// Shared server state.
 pub struct App {
-    /// The model served.
-    pub model: Arc<dyn WorldModel>,
+    /// The world model served, if any.
+    pub model: Option<Arc<dyn WorldModel>>,
+    /// The text model served, if any (`POST /v1/lm/generate`).
+    pub text: Option<Arc<dyn TextModel>>,
     /// Open sessions.
     pub sessions: Sessions,
     /// Limits.
     pub limits: Limits,
-    /// Held during every model call: inference is serialised per model.
+    /// Held during every world-model call: inference is serialised per model.
     pub model_lock: Mutex<()>,
+    /// Held during every text generation.
+    pub text_lock: Mutex<()>,
 }
 
 impl App {
+    /// The world model, or 404 when only a text model is served.
+    pub fn world(&self) -> Result<&dyn WorldModel, ApiError> {
+        self.model.as_deref().ok_or_else(|| {
+            ApiError::not_found("no world model is loaded (this server only generates text: /v1/lm/generate)")
+        })
+    }
+
     /// Run `f` with the model lock held; returns its result and the ms spent waiting for the lock.
-    fn with_model<T>(&self, f: impl FnOnce(&dyn WorldModel) -> T) -> (T, f64) {
+    fn with_model<T>(&self, f: impl FnOnce(&dyn WorldModel) -> T) -> Result<(T, f64), ApiError> {
+        let model = self.world()?;
         let t = Instant::now();
         let _guard = self.model_lock.lock().unwrap_or_else(|p| p.into_inner());
         let waited = ms(t);
-        (f(self.model.as_ref()), waited)
+        Ok((f(model), waited))
     }
 }
 
@@ -59,7 +72,8 @@ pub async fn health(State(app): AppState) -> Json<serde_json::Value> {
     Json(json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
-        "model": app.model.info().name,
+        "model": app.model.as_ref().map(|m| m.info().name.clone()),
+        "text_model": app.text.as_ref().map(|m| m.info().name.clone()),
         "sessions": app.sessions.len(),
         "max_sessions": app.limits.max_sessions,
     }))
@@ -67,7 +81,9 @@ pub async fn health(State(app): AppState) -> Json<serde_json::Value> {
 
 /// `GET /v1/models`.
 pub async fn models(State(app): AppState) -> Json<serde_json::Value> {
-    Json(json!({ "models": [app.model.info()] }))
+    let world: Vec<_> = app.model.iter().map(|m| m.info()).collect();
+    let text: Vec<_> = app.text.iter().map(|m| m.info()).collect();
+    Json(json!({ "models": world, "text_models": text }))
 }
 
 /// Body of `POST /v1/world/sessions`; `{}` starts from a frame of the model's own data.
@@ -134,7 +150,7 @@ pub async fn create_session(
 ) -> Result<Response, ApiError> {
     let t0 = Instant::now();
     let req: CreateRequest = parse_json(&body?)?;
-    let info = app.model.info();
+    let info = app.world()?.info();
     if let Some(name) = &req.model {
         if name != &info.name {
             return Err(ApiError::not_found(format!("no model \"{name}\"; loaded: \"{}\"", info.name)));
@@ -145,7 +161,7 @@ pub async fn create_session(
         let frames = start_frames(&app, req)?;
         let ((state, queue_ms), model_ms) = {
             let t = Instant::now();
-            let (state, waited) = app.with_model(|m| m.start(&frames));
+            let (state, waited) = app.with_model(|m| m.start(&frames))?;
             ((state?, waited), ms(t) - waited)
         };
         let t = Instant::now();
@@ -162,7 +178,8 @@ pub async fn create_session(
 
 /// The start frames a create request asks for, checked against the model.
 fn start_frames(app: &App, req: CreateRequest) -> Result<Vec<Frame>, ApiError> {
-    let info = app.model.info();
+    let model = app.world()?;
+    let info = model.info();
     let frames = match (req.dataset, req.frames) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request("give either \"dataset\" or \"frames\", not both"))
@@ -182,12 +199,12 @@ fn start_frames(app: &App, req: CreateRequest) -> Result<Vec<Frame>, ApiError> {
             };
             uploads.iter().enumerate().map(decode).collect::<Result<Vec<_>, _>>()?
         }
-        (Some(d), None) => app.model.start_frames(&StartSource::Dataset {
+        (Some(d), None) => model.start_frames(&StartSource::Dataset {
             split: d.split,
             episode: d.episode,
             frame: d.frame,
         })?,
-        (None, None) => app.model.start_frames(&StartSource::Sample)?,
+        (None, None) => model.start_frames(&StartSource::Sample)?,
     };
     if frames.is_empty()
         || frames.iter().any(|f| f.shape != info.frame || f.pixels.len() != f.shape.frame_bytes())
@@ -222,7 +239,8 @@ pub async fn step(
     let t0 = Instant::now();
     let Path(id) = id?;
     let req: StepRequest = parse_json(&body?)?;
-    let actions = app.model.info().actions.len();
+    let info = app.world()?.info().clone();
+    let actions = info.actions.len();
     if req.action as usize >= actions {
         return Err(ApiError::bad_request(format!(
             "unknown action {}; this model has actions 0 to {} (see /v1/models)",
@@ -241,10 +259,10 @@ pub async fn step(
         }
         let before = s.state.clone();
         let t = Instant::now();
-        let (frame, queue_ms) = app.with_model(|m| m.step(&mut s.state, req.action));
+        let (frame, queue_ms) = app.with_model(|m| m.step(&mut s.state, req.action))?;
         let model_ms = ms(t) - queue_ms;
         let frame = match frame {
-            Ok(f) if f.shape == app.model.info().frame && f.pixels.len() == f.shape.frame_bytes() => f,
+            Ok(f) if f.shape == info.frame && f.pixels.len() == f.shape.frame_bytes() => f,
             Ok(f) => {
                 s.state = before;
                 return Err(ApiError::internal(format!("the model returned a frame of shape {:?}", f.shape)));
@@ -327,7 +345,7 @@ pub async fn gif(
 ) -> Result<Response, ApiError> {
     let Path(id) = id?;
     let entry = app.sessions.get(&id)?;
-    let shape = app.model.info().frame;
+    let shape = app.world()?.info().frame;
     let bytes = blocking(move || {
         let pixels: Vec<u8> = entry.lock()?.frames.iter().flat_map(|f| f.pixels.iter().copied()).collect(); // [T, H, W, C]
                                                                                                             // Upscale small frames to about 256 pixels on the long side.

@@ -36,6 +36,18 @@ pub fn document() -> Value {
                 "responses": { "200": { "description": "PNG", "content": { "image/png": {} } }, "400": error, "404": error }
             } },
             "/v1/world/sessions/{id}/gif": { "get": { "summary": "The session as an animated GIF", "parameters": [id], "responses": { "200": { "description": "GIF", "content": { "image/gif": {} } }, "404": error } } },
+            "/v1/lm/generate": { "post": {
+                "summary": "Generate text from a prompt; server-sent events `token` {text} ... `done` {prompt_tokens, tokens, queue_ms, model_ms, tokens_per_s} (or one JSON reply with \"stream\": false)",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["prompt"], "properties": {
+                    "prompt": { "type": "string", "minLength": 1 },
+                    "max_tokens": { "type": "integer", "minimum": 1, "default": 200 },
+                    "temperature": { "type": "number", "minimum": 0, "default": 0.8 },
+                    "top_k": { "type": "integer", "minimum": 0, "default": 40, "description": "0: all tokens" },
+                    "seed": { "type": "integer", "minimum": 0, "default": 0 },
+                    "stream": { "type": "boolean", "default": true }
+                } } } } },
+                "responses": { "200": { "description": "text/event-stream, or JSON {text, ...} without streaming" }, "400": error, "404": error, "413": error }
+            } },
             "/v1/openapi.json": { "get": { "summary": "This document", "responses": { "200": { "description": "OpenAPI 3.0" } } } }
         },
         "components": { "schemas": {

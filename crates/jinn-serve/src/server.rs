@@ -4,7 +4,8 @@ use crate::api::{self, App};
 use crate::error::ApiError;
 use crate::model::WorldModel;
 use crate::session::{Limits, Sessions};
-use crate::{openapi, page};
+use crate::text::TextModel;
+use crate::{lm_api, openapi, page};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, Uri};
 use axum::routing::get;
@@ -57,6 +58,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/world/sessions/{id}/undo", axum::routing::post(api::undo))
         .route("/v1/world/sessions/{id}/frames/{i}", get(api::frame))
         .route("/v1/world/sessions/{id}/gif", get(api::gif))
+        .route("/v1/lm/generate", axum::routing::post(lm_api::generate))
         .fallback(|method: Method, uri: Uri| async move {
             ApiError::not_found(format!("no route {method} {uri}; the API is described at /v1/openapi.json"))
         })
@@ -79,13 +81,33 @@ pub struct Server {
     reaper: JoinHandle<()>,
 }
 
+/// The models one server serves: a world model (play page, `/v1/world`), a text model
+/// (`/v1/lm/generate`), or both.
+#[derive(Clone, Default)]
+pub struct Models {
+    /// The world model, if any.
+    pub world: Option<Arc<dyn WorldModel>>,
+    /// The text model, if any.
+    pub text: Option<Arc<dyn TextModel>>,
+}
+
 impl Server {
-    /// Bind `config.bind` and serve `model` in the current tokio runtime.
+    /// Bind `config.bind` and serve the world model `model` in the current tokio runtime.
     pub async fn start(model: Arc<dyn WorldModel>, config: ServeConfig) -> std::io::Result<Server> {
+        Self::start_models(Models { world: Some(model), text: None }, config).await
+    }
+
+    /// Bind `config.bind` and serve `models` (at least one) in the current tokio runtime.
+    pub async fn start_models(models: Models, config: ServeConfig) -> std::io::Result<Server> {
+        if models.world.is_none() && models.text.is_none() {
+            return Err(std::io::Error::other("nothing to serve: give a world model, a text model or both"));
+        }
         let listener = tokio::net::TcpListener::bind(config.bind).await?;
         let addr = listener.local_addr()?;
         let app = Arc::new(App {
-            model,
+            model: models.world,
+            text: models.text,
+            text_lock: Mutex::new(()),
             sessions: Sessions::new(config.limits.max_sessions),
             limits: config.limits.clone(),
             model_lock: Mutex::new(()),

@@ -20,6 +20,10 @@ pub struct Limits {
     pub max_frames: usize,
     /// Most steps that can be undone in a row.
     pub max_undo: usize,
+    /// Longest text-generation prompt in bytes.
+    pub max_prompt_bytes: usize,
+    /// Most tokens one generation request may ask for.
+    pub max_new_tokens: usize,
 }
 
 impl Default for Limits {
@@ -30,6 +34,8 @@ impl Default for Limits {
             max_body_bytes: 8 << 20,
             max_frames: 10_000,
             max_undo: 100,
+            max_prompt_bytes: 16 << 10,
+            max_new_tokens: 2048,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use jinn_data::FrameShape;
 use jinn_serve::fake::FakeWorld;
-use jinn_serve::{Frame, Limits, ServeConfig, Server, WorldModel};
+use jinn_serve::{Frame, Limits, Models, ServeConfig, Server, WorldModel};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,9 +17,13 @@ pub struct TestServer {
 }
 
 pub fn start_with(model: Arc<dyn WorldModel>, limits: Limits) -> TestServer {
+    start_models(Models { world: Some(model), text: None }, limits)
+}
+
+pub fn start_models(models: Models, limits: Limits) -> TestServer {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let config = ServeConfig { bind: "127.0.0.1:0".parse().unwrap(), limits };
-    let server = rt.block_on(Server::start(model, config)).unwrap();
+    let server = rt.block_on(Server::start_models(models, config)).unwrap();
     let base = format!("http://{}", server.local_addr());
     let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     TestServer { rt, server: Some(server), base, agent }

@@ -60,7 +60,10 @@ fn recomputed_gradients_equal_standard_autodiff() {
     // Equal up to float reassociation: the flex backend's threaded kernels may split a reduction
     // differently when other tests load the machine, so this is not a bit-for-bit comparison.
     let (plain, recomputed) = (loss(out.loss), loss(remat_out.loss));
-    assert!((plain - recomputed).abs() <= 1e-6 * plain.abs().max(1.0), "same forward: {plain} vs {recomputed}");
+    assert!(
+        (plain - recomputed).abs() <= 1e-6 * plain.abs().max(1.0),
+        "same forward: {plain} vs {recomputed}"
+    );
     let mut pairs = Pairs { a: &reference, b: &remat, out: Vec::new() };
     model.visit(&mut pairs);
     assert_eq!(pairs.out.len(), reference.len(), "every gradient is a parameter's");
