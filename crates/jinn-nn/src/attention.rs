@@ -16,6 +16,7 @@ use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Tensor};
 
+use crate::dense::linear_rows;
 use crate::error::NnError;
 use crate::init;
 
@@ -83,9 +84,9 @@ impl MultiHeadAttention {
     /// Projects `x` `[batch, seq, M]` to queries, keys and values, each
     /// `[batch, heads, seq, head_dim]`.
     pub fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
-        let q = self.split_heads(self.query.forward(x.clone()));
-        let k = self.split_heads(self.key.forward(x.clone()));
-        let v = self.split_heads(self.value.forward(x));
+        let q = self.split_heads(linear_rows(&self.query, x.clone()));
+        let k = self.split_heads(linear_rows(&self.key, x.clone()));
+        let v = self.split_heads(linear_rows(&self.value, x));
         (q, k, v)
     }
 
@@ -94,7 +95,7 @@ impl MultiHeadAttention {
     pub fn merge_heads(&self, context: Tensor<4>) -> Tensor<3> {
         let [b, h, s, hd] = context.dims();
         let context = context.swap_dims(1, 2).reshape([b, s, h * hd]); // [b, s, M]
-        self.output.forward(context) // [b, s, M]
+        linear_rows(&self.output, context) // [b, s, M]
     }
 
     fn split_heads(&self, x: Tensor<3>) -> Tensor<4> {

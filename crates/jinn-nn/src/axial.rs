@@ -16,6 +16,7 @@ use burn::tensor::{Device, Tensor};
 
 use crate::activation::gelu_tanh;
 use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
+use crate::dense::linear_rows;
 use crate::error::NnError;
 use crate::init;
 use crate::position::add_spatiotemporal_pe;
@@ -92,8 +93,8 @@ impl AxialBlock {
         let x = x + h;
 
         // FFN.
-        let h = self.ffn_in.forward(self.norm_ffn.forward(x.clone())); // [b, t, n, d]
-        let h = self.ffn_out.forward(gelu_tanh(h)); // [b, t, n, m]
+        let h = linear_rows(&self.ffn_in, self.norm_ffn.forward(x.clone())); // [b, t, n, d]
+        let h = linear_rows(&self.ffn_out, gelu_tanh(h)); // [b, t, n, m]
         x + h
     }
 }
@@ -168,13 +169,13 @@ impl AxialTransformer {
     /// (split out so a trainer can run the blocks through the reversible engine).
     pub fn stem(&self, x: Tensor<4>) -> Tensor<4> {
         let x = self.norm_in.forward(x); // [b, t, n, i]
-        let x = self.norm_model.forward(self.proj_in.forward(x)); // [b, t, n, m]
+        let x = self.norm_model.forward(linear_rows(&self.proj_in, x)); // [b, t, n, m]
         add_spatiotemporal_pe(x) // [b, t, n, m]
     }
 
     /// The part after the blocks: `[B, T, N, M]` → `Linear(M→O)` `[B, T, N, O]`.
     pub fn head(&self, x: Tensor<4>) -> Tensor<4> {
-        self.proj_out.forward(x) // [b, t, n, o]
+        linear_rows(&self.proj_out, x) // [b, t, n, o]
     }
 }
 

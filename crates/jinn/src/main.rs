@@ -1,5 +1,6 @@
 //! `jinn`: the command line of jinn — world models and reversible sequence models.
 
+mod alloc_tuning;
 mod args;
 mod bench;
 mod data;
@@ -56,6 +57,7 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    alloc_tuning::keep_freed_tensor_buffers();
     logging::init();
     let cli = Cli::parse();
     match cli.command {
