@@ -33,5 +33,5 @@ pub use presets::{
 };
 pub use scatter::Scatter;
 pub use subnet::{
-    AxialAttention, AxialAttentionConfig, Ffn, FfnConfig, SelfAttention, SelfAttentionConfig, SubNet,
+    AxialAttention, AxialAttentionConfig, Ffn, FfnConfig, KvCache, SelfAttention, SelfAttentionConfig, SubNet,
 };

@@ -116,6 +116,10 @@ pub struct ReversibleCausalConfig {
     /// Base seed of the scatter permutations.
     #[config(default = 0)]
     pub seed: u64,
+    /// Rotary position embeddings in F's attention for sequences up to this length (`None`:
+    /// none, the default).
+    #[config(default = "None")]
+    pub rotary_max_seq: Option<usize>,
 }
 
 impl ReversibleCausalConfig {
@@ -125,7 +129,10 @@ impl ReversibleCausalConfig {
         let scale = branch_scale(depth);
         (0..depth)
             .map(|i| {
-                let mut f = SelfAttentionConfig::new(half, self.num_heads).with_causal(true).init(device)?;
+                let mut f = SelfAttentionConfig::new(half, self.num_heads)
+                    .with_causal(true)
+                    .with_rotary_max_seq(self.rotary_max_seq)
+                    .init(device)?;
                 f.attn.output = scaled(f.attn.output, scale);
                 Ok(AdditiveCoupling {
                     f,
