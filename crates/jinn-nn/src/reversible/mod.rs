@@ -28,8 +28,8 @@ pub use engine::{
 };
 pub use grads::{accumulate, merge, Lift};
 pub use presets::{
-    AdditiveFfnBlock, AffineFfnBlock, FfnCouplingConfig, ReversibleAxialBlock, ReversibleAxialConfig,
-    ReversibleCausalBlock, ReversibleCausalConfig,
+    causal_subnets, AdditiveFfnBlock, AffineFfnBlock, FfnCouplingConfig, ReversibleAxialBlock,
+    ReversibleAxialConfig, ReversibleCausalBlock, ReversibleCausalConfig,
 };
 pub use scatter::Scatter;
 pub use subnet::{
