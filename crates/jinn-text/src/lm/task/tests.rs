@@ -75,7 +75,7 @@ fn resumed_run_equals_uninterrupted_run() {
 #[test]
 fn validation_reports_loss_and_bits_per_byte() {
     let data_dir = tempfile::tempdir().unwrap();
-    let cfg = toy_config(Arch::Rsf, 1);
+    let cfg = toy_config(Arch::Rsf, 6);
     let mut task = LmTask::new(&cfg, toy_data(data_dir.path()), &Device::flex().autodiff()).unwrap();
     let m = task.validate(0, 2).unwrap();
     // Bytes: one token per byte, so bits per byte = nats per token / ln 2.
@@ -88,11 +88,11 @@ fn validation_reports_loss_and_bits_per_byte() {
 fn too_short_data_and_bad_precision_are_config_errors() {
     let data_dir = tempfile::tempdir().unwrap();
     let data = toy_data(data_dir.path());
-    let mut cfg = toy_config(Arch::Rsf, 1);
+    let mut cfg = toy_config(Arch::Rsf, 6);
     cfg.model.max_seq = 1000;
     let err = LmTask::new(&cfg, data.clone(), &Device::flex().autodiff()).err().unwrap().to_string();
     assert!(err.contains("model.max_seq"), "{err}");
-    let mut cfg = toy_config(Arch::Rsf, 1);
+    let mut cfg = toy_config(Arch::Rsf, 6);
     cfg.model.num_heads = 3;
     let err = LmTask::new(&cfg, data, &Device::flex().autodiff()).err().unwrap().to_string();
     assert!(err.contains("model.num_heads"), "{err}");
