@@ -3,6 +3,7 @@
 
 mod data;
 mod graph;
+mod lm;
 mod rev;
 mod sample;
 mod serve;
@@ -26,6 +27,9 @@ pub enum BenchCommand {
     Tokenizer(text::TokenizerBenchArgs),
     /// Knowledge-graph link prediction (Nations, UMLS) and 2-hop path questions vs baselines.
     Graph(graph::GraphBenchArgs),
+    /// RSF language model vs the standard transformer of equal size on Shakespeare: val bits
+    /// per byte, peak memory across depths (fresh processes), KV-cached generation tokens/s.
+    Lm(lm::LmBenchArgs),
     /// Peak memory and step time of a reversible stack, standard vs memory-free backprop,
     /// across depths (each configuration in a fresh process).
     Rev(rev::RevBenchArgs),
@@ -43,6 +47,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Train(a) => train::run(a),
         BenchCommand::Tokenizer(a) => text::run(a),
         BenchCommand::Graph(a) => graph::run(a),
+        BenchCommand::Lm(a) => lm::run(a),
         BenchCommand::Rev(a) => rev::run(a),
         BenchCommand::Serve(a) => serve::run(a),
         BenchCommand::Sample(a) => sample::run(a),

@@ -8,6 +8,7 @@ mod demo;
 mod device;
 mod eval;
 mod graph;
+mod lm;
 mod logging;
 mod play;
 mod plot;
@@ -48,6 +49,9 @@ enum Command {
     /// Knowledge-graph reasoning: train, evaluate and query complex-amplitude link predictors.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
+    /// Language model from reversible RSF blocks: train, evaluate, generate.
+    #[command(subcommand)]
+    Lm(lm::LmCommand),
     /// Play a world model in the browser (serves the page and the /v1 HTTP API).
     Play(play::PlayArgs),
     /// Roll a trained world model out from real context frames: GIF and per-frame PSNR/SSIM.
@@ -68,6 +72,7 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(cmd) => eval::run(cmd),
         Command::Plot(a) => plot::run(a),
         Command::Graph(cmd) => graph::run(cmd),
+        Command::Lm(cmd) => lm::run(cmd),
         Command::Play(a) => play::run(a),
         Command::Sample(a) => sample::run(a),
         Command::Demo(a) => demo::run(a),

@@ -2,7 +2,7 @@
 
 mod dynamics;
 mod lam;
-mod progress;
+pub(crate) mod progress;
 pub(crate) mod report;
 pub(crate) mod run_args;
 mod tokenizer;

@@ -28,10 +28,10 @@ pub use engine::{
 };
 pub use grads::{accumulate, merge, Lift};
 pub use presets::{
-    AdditiveFfnBlock, AffineFfnBlock, FfnCouplingConfig, ReversibleAxialBlock, ReversibleAxialConfig,
-    ReversibleCausalBlock, ReversibleCausalConfig,
+    causal_subnets, AdditiveFfnBlock, AffineFfnBlock, FfnCouplingConfig, ReversibleAxialBlock,
+    ReversibleAxialConfig, ReversibleCausalBlock, ReversibleCausalConfig,
 };
 pub use scatter::Scatter;
 pub use subnet::{
-    AxialAttention, AxialAttentionConfig, Ffn, FfnConfig, SelfAttention, SelfAttentionConfig, SubNet,
+    AxialAttention, AxialAttentionConfig, Ffn, FfnConfig, KvCache, SelfAttention, SelfAttentionConfig, SubNet,
 };

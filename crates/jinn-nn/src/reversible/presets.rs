@@ -116,25 +116,45 @@ pub struct ReversibleCausalConfig {
     /// Base seed of the scatter permutations.
     #[config(default = 0)]
     pub seed: u64,
+    /// Rotary position embeddings in F's attention for sequences up to this length (`None`:
+    /// none, the default).
+    #[config(default = "None")]
+    pub rotary_max_seq: Option<usize>,
 }
 
 impl ReversibleCausalConfig {
     /// Builds `depth` blocks.
     pub fn init_stack(&self, depth: usize, device: &Device) -> Result<Vec<ReversibleCausalBlock>, NnError> {
         let half = half_width(self.d_model)?;
-        let scale = branch_scale(depth);
         (0..depth)
             .map(|i| {
-                let mut f = SelfAttentionConfig::new(half, self.num_heads).with_causal(true).init(device)?;
-                f.attn.output = scaled(f.attn.output, scale);
-                Ok(AdditiveCoupling {
-                    f,
-                    g: scaled_ffn(FfnConfig::new(half, self.d_ffn).init(device), scale),
-                    scatter: Scatter::seeded(self.d_model, self.seed + i as u64),
-                })
+                let (f, g) =
+                    causal_subnets(half, self.d_ffn, self.num_heads, self.rotary_max_seq, depth, device)?;
+                Ok(AdditiveCoupling { f, g, scatter: Scatter::seeded(self.d_model, self.seed + i as u64) })
             })
             .collect()
     }
+}
+
+/// The two functions of one causal block on `width` channels, depth-scaled for a stack of
+/// `depth` blocks: pre-normed causal self-attention (rotary up to `rotary_max_seq` if given)
+/// and a pre-normed FFN with `d_ffn` hidden units. A [`ReversibleCausalBlock`] couples them on
+/// the two halves of its width; a standard pre-norm transformer block adds them as residuals.
+pub fn causal_subnets(
+    width: usize,
+    d_ffn: usize,
+    num_heads: usize,
+    rotary_max_seq: Option<usize>,
+    depth: usize,
+    device: &Device,
+) -> Result<(SelfAttention, Ffn), NnError> {
+    let scale = branch_scale(depth);
+    let mut f = SelfAttentionConfig::new(width, num_heads)
+        .with_causal(true)
+        .with_rotary_max_seq(rotary_max_seq)
+        .init(device)?;
+    f.attn.output = scaled(f.attn.output, scale);
+    Ok((f, scaled_ffn(FfnConfig::new(width, d_ffn).init(device), scale)))
 }
 
 /// Configuration of FFN-only coupling stacks ([`AdditiveFfnBlock`], [`AffineFfnBlock`]).

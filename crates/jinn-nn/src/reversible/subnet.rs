@@ -9,7 +9,12 @@ use burn::nn::{LayerNorm, Linear};
 use burn::tensor::activation::gelu_approximate;
 use burn::tensor::{Device, Tensor};
 
-use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
+use burn::nn::{RotaryEncoding, RotaryEncodingConfig};
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, TensorData};
+
+use crate::attention::{attend, MultiHeadAttention, MultiHeadAttentionConfig};
 use crate::error::NnError;
 use crate::init;
 
@@ -67,32 +72,142 @@ pub struct SelfAttentionConfig {
     /// Causal over the sequence axis (true for a language model).
     #[config(default = true)]
     pub causal: bool,
+    /// Rotary position embeddings on queries and keys (per head) for sequences up to this
+    /// length; `None` = no position information (the default).
+    #[config(default = "None")]
+    pub rotary_max_seq: Option<usize>,
 }
 
 impl SelfAttentionConfig {
     /// Builds the sub-network.
     pub fn init(&self, device: &Device) -> Result<SelfAttention, NnError> {
-        Ok(SelfAttention {
-            norm: init::layer_norm(self.width, device),
-            attn: MultiHeadAttentionConfig::new(self.width, self.num_heads)
-                .with_causal(self.causal)
-                .init(device)?,
-        })
+        let attn = MultiHeadAttentionConfig::new(self.width, self.num_heads)
+            .with_causal(self.causal)
+            .init(device)?;
+        let rotary = match self.rotary_max_seq {
+            None => None,
+            Some(max_seq) => Some(rotary_encoding(max_seq, self.width / self.num_heads, device)?),
+        };
+        Ok(SelfAttention { norm: init::layer_norm(self.width, device), attn, rotary })
     }
 }
 
-/// Pre-normed multi-head self-attention `LN → MHA` over `[batch, seq, width]`.
+/// Burn's rotary encoding over `head_dim` channels for positions `0..max_seq`, checked
+/// (Burn's own constructor panics on an odd width).
+fn rotary_encoding(max_seq: usize, head_dim: usize, device: &Device) -> Result<RotaryEncoding, NnError> {
+    if max_seq == 0 {
+        return Err(NnError::InvalidConfig { field: "rotary_max_seq", reason: "must be ≥ 1".into() });
+    }
+    if !head_dim.is_multiple_of(2) {
+        return Err(NnError::InvalidConfig {
+            field: "num_heads",
+            reason: format!(
+                "rotary embeddings rotate channel pairs: the head width must be even, got {head_dim}"
+            ),
+        });
+    }
+    Ok(RotaryEncodingConfig::new(max_seq, head_dim).init(device))
+}
+
+/// Pre-normed multi-head self-attention `LN → MHA` over `[batch, seq, width]`, with optional
+/// rotary position embeddings on queries and keys.
 #[derive(Module, Debug)]
 pub struct SelfAttention {
     /// LayerNorm over the width.
     pub norm: LayerNorm,
     /// The attention layer.
     pub attn: MultiHeadAttention,
+    /// Rotary position embeddings (per head), if configured.
+    pub rotary: Option<RotaryEncoding>,
+}
+
+impl SelfAttention {
+    /// The longest sequence the rotary table covers (`None`: no rotary, any length).
+    pub fn max_seq(&self) -> Option<usize> {
+        self.rotary.as_ref().map(|r| r.freq_complex.dims()[0])
+    }
+
+    /// Queries, keys, values `[batch, heads, seq, head_dim]` of `x` `[batch, seq, width]` whose
+    /// first position is `start` (rotated when rotary embeddings are on).
+    fn qkv(&self, x: Tensor<3>, start: usize) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+        let (q, k, v) = self.attn.project_qkv(self.norm.forward(x));
+        match &self.rotary {
+            Some(rope) => (rope.apply(q, start), rope.apply(k, start), v),
+            None => (q, k, v),
+        }
+    }
+
+    /// Incremental (decoding) forward: `x` `[batch, new, width]` are the next positions after
+    /// those in `cache`; their keys and values are appended to `cache` and they attend over all
+    /// cached positions (causally among themselves). Equals [`SubNet::apply`] on the whole
+    /// sequence, restricted to the new positions. Needs causal attention.
+    ///
+    /// Panics (from Burn's rotary table) when the sequence outgrows [`SelfAttention::max_seq`];
+    /// callers check the length first.
+    pub fn apply_cached(&self, x: Tensor<3>, cache: &mut KvCache) -> Tensor<3> {
+        let start = cache.len();
+        let new = x.dims()[1];
+        let (q, k, v) = self.qkv(x, start); // each [b, h, new, hd]
+        let (k, v) = cache.append(k, v); // each [b, h, start + new, hd]
+        let context = if start == 0 {
+            attend(q, k, v, self.attn.causal)
+        } else if new == 1 {
+            attend(q, k, v, false)
+        } else {
+            let mask = future_mask(start, new, &q.device()); // [1, 1, new, start + new]
+            let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
+            attention(q, k, v, Some(mask), None, options)
+        };
+        self.attn.merge_heads(context) // [b, new, width]
+    }
+}
+
+/// `true` where new query `i` (absolute position `start + i`) must not see key `j`:
+/// `j > start + i`. Shape `[1, 1, new, start + new]`.
+fn future_mask(start: usize, new: usize, device: &Device) -> Tensor<4, Bool> {
+    let total = start + new;
+    let mask: Vec<bool> = (0..new * total).map(|ij| ij % total > start + ij / total).collect();
+    Tensor::<2, Bool>::from_data(TensorData::new(mask, [new, total]), device).unsqueeze::<4>()
 }
 
 impl SubNet<3> for SelfAttention {
     fn apply(&self, x: Tensor<3>) -> Tensor<3> {
-        self.attn.forward(self.norm.forward(x)) // [batch, seq, width]
+        let (q, k, v) = self.qkv(x, 0); // each [batch, heads, seq, head_dim]
+        self.attn.merge_heads(attend(q, k, v, self.attn.causal)) // [batch, seq, width]
+    }
+}
+
+/// Keys and values of the positions one [`SelfAttention`] layer has seen while decoding,
+/// each `[batch, heads, positions, head_dim]`.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    kv: Option<(Tensor<4>, Tensor<4>)>,
+}
+
+impl KvCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cached positions.
+    pub fn len(&self) -> usize {
+        self.kv.as_ref().map_or(0, |(k, _)| k.dims()[2])
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends new keys/values along the position axis; returns all of them.
+    fn append(&mut self, k: Tensor<4>, v: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
+        let kv = match self.kv.take() {
+            None => (k, v),
+            Some((ck, cv)) => (Tensor::cat(vec![ck, k], 2), Tensor::cat(vec![cv, v], 2)),
+        };
+        self.kv = Some(kv.clone());
+        kv
     }
 }
 
@@ -150,5 +265,61 @@ impl SubNet<4> for AxialAttention {
         let h = self.attn_temporal.forward(h.reshape([b * n, t, m])); // [b·n, t, m]
         let temporal = h.reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
         spatial + temporal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Distribution;
+
+    fn max_abs_diff(a: Tensor<3>, b: Tensor<3>) -> f32 {
+        (a - b).abs().max().into_scalar()
+    }
+
+    #[test]
+    fn cached_attention_equals_full_attention() {
+        let device = Device::flex();
+        for rotary in [None, Some(16)] {
+            let sa = SelfAttentionConfig::new(8, 2).with_rotary_max_seq(rotary).init(&device).unwrap();
+            let x = Tensor::<3>::random([2, 9, 8], Distribution::Normal(0.0, 1.0), &device);
+            let full = sa.apply(x.clone()); // [2, 9, 8]
+            let mut cache = KvCache::new();
+            // A prefill of 4, one token, then a chunk of 4 (masked among themselves).
+            let parts = [(0, 4), (4, 1), (5, 4)];
+            let outs: Vec<Tensor<3>> =
+                parts.iter().map(|&(s, n)| sa.apply_cached(x.clone().narrow(1, s, n), &mut cache)).collect();
+            assert_eq!(cache.len(), 9);
+            let d = max_abs_diff(Tensor::cat(outs, 1), full);
+            assert!(d < 1e-5, "rotary {rotary:?}: cached differs by {d}");
+        }
+    }
+
+    /// Without positions, non-causal attention is permutation-equivariant over the sequence
+    /// (reversing the input reverses the output); rotary embeddings break that.
+    #[test]
+    fn rotary_breaks_permutation_equivariance() {
+        let device = Device::flex();
+        let x = Tensor::<3>::random([1, 5, 8], Distribution::Normal(0.0, 1.0), &device);
+        let reversed = |t: Tensor<3>| t.flip([1]);
+        let asymmetry =
+            |sa: &SelfAttention| max_abs_diff(sa.apply(reversed(x.clone())), reversed(sa.apply(x.clone())));
+        let plain = SelfAttentionConfig::new(8, 2).with_causal(false).init(&device).unwrap();
+        assert!(asymmetry(&plain) < 1e-5, "without positions attention is equivariant");
+        let mut rope = SelfAttentionConfig::new(8, 2)
+            .with_causal(false)
+            .with_rotary_max_seq(Some(8))
+            .init(&device)
+            .unwrap();
+        rope.norm = plain.norm.clone();
+        rope.attn = plain.attn.clone();
+        assert!(asymmetry(&rope) > 1e-3, "rotary embeddings must tell positions apart");
+    }
+
+    #[test]
+    fn odd_rotary_head_width_is_an_error() {
+        let device = Device::flex();
+        let err = SelfAttentionConfig::new(6, 2).with_rotary_max_seq(Some(4)).init(&device).unwrap_err();
+        assert!(err.to_string().contains("even"), "{err}");
     }
 }

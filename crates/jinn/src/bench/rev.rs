@@ -148,7 +148,7 @@ fn parse_result(stdout: &str) -> anyhow::Result<Measured> {
 }
 
 /// `VmHWM` and `VmRSS` of this process in kB, from `/proc/self/status`.
-fn memory_kb() -> anyhow::Result<(u64, u64)> {
+pub(super) fn memory_kb() -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
     let field = |name: &str| -> anyhow::Result<u64> {
         let line = status.lines().find(|l| l.starts_with(name)).with_context(|| format!("no {name}"))?;
@@ -158,7 +158,7 @@ fn memory_kb() -> anyhow::Result<(u64, u64)> {
 }
 
 /// Touches every parameter so lazy initialisation happens before the base measurement.
-struct Materialise;
+pub(super) struct Materialise;
 
 impl ModuleVisitor for Materialise {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
