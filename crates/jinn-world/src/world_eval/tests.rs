@@ -118,6 +118,25 @@ fn random_actions_keep_the_context_and_draw_table_rows() {
     }
 }
 
+/// The random actions reach the sampler: its logits change (the untrained model's argmax
+/// tokens, and so the PSNR, may not).
+#[test]
+fn random_actions_change_the_sampled_logits() {
+    let genie = lam_genie();
+    let device = Device::flex();
+    let b = batch(2, None);
+    let videos = frames_to_unit(&b.videos, [2, S, 16, 16, 3], &device);
+    let tokens = genie.tokenizer.encode(videos.clone()).unwrap();
+    let (actions, _) = genie.latent_actions(videos, None).unwrap();
+    let context = tokens.slice([0..2, 0..1, 0..4 * 4]);
+    let cfg = config().sampler;
+    let inferred = sample(&genie.dynamics, context.clone(), actions.clone(), S, &cfg).unwrap();
+    let random = random_actions(&genie, actions, 1, 5, 0);
+    let random = sample(&genie.dynamics, context, random, S, &cfg).unwrap();
+    let worst = inferred.logits.iter().zip(&random.logits).map(|(a, r)| (a - r).abs()).fold(0.0, f32::max);
+    assert!(worst > 1e-4, "logits moved by only {worst}");
+}
+
 #[test]
 fn bad_inputs_are_clear_errors() {
     assert!(WorldEval::new(WorldEvalConfig { context: 0, ..config() }).is_err());
