@@ -16,6 +16,14 @@
 //!
 //! Calling `forward_frame` again for the same (uncommitted) frame overwrites that frame's
 //! cached keys/values, so MaskGIT may refine a frame many times and commit the final pass.
+//!
+//! Speed: the buffers are written in place (each is uniquely owned between calls, so Burn's
+//! `slice_assign` does not copy them); the positional rows of the current frame are built once
+//! per frame; [`AxialKvCache::forward_frame_stemmed`] / [`AxialKvCache::forward_slot_stemmed`]
+//! take inputs already passed through [`stem_rows`], so a sampler whose inputs come from a
+//! fixed table (token embeddings, mask token) runs the stem once per table row instead of once
+//! per pass; [`AxialKvCache::commit_pass`] fills a frame's keys/values without the work only the
+//! outputs need (the last block's FFN, the output projection).
 
 use burn::tensor::{Device, Tensor};
 
@@ -25,17 +33,38 @@ use crate::axial::{AxialBlock, AxialTransformer};
 use crate::error::NnError;
 use crate::position::sinusoid_table;
 
-/// Per-layer buffers.
+/// Per-layer buffers (`Option` only so they can be moved out and written in place; always
+/// `Some` between calls).
 #[derive(Debug, Clone)]
 struct LayerCache {
     /// Temporal keys `[B, S, H, T_max, head_dim]`.
-    temporal_k: Tensor<5>,
+    temporal_k: Option<Tensor<5>>,
     /// Temporal values `[B, S, H, T_max, head_dim]`.
-    temporal_v: Tensor<5>,
+    temporal_v: Option<Tensor<5>>,
     /// Spatial keys of the current frame `[B, H, S, head_dim]` (slot-by-slot mode only).
-    spatial_k: Tensor<4>,
+    spatial_k: Option<Tensor<4>>,
     /// Spatial values of the current frame `[B, H, S, head_dim]`.
-    spatial_v: Tensor<4>,
+    spatial_v: Option<Tensor<4>>,
+}
+
+/// Writes `value` into `buffer[ranges]` in place (the buffer is moved out, so it is uniquely
+/// owned and `slice_assign` needs no copy) and returns a view of `buffer[upto]`.
+fn write_then_view<const D: usize>(
+    buffer: &mut Option<Tensor<D>>,
+    ranges: [std::ops::Range<usize>; D],
+    value: Tensor<D>,
+    upto: [std::ops::Range<usize>; D],
+) -> Tensor<D> {
+    let written = buffer.take().expect("cache buffer present between calls").slice_assign(ranges, value);
+    let view = written.clone().slice(upto);
+    *buffer = Some(written);
+    view
+}
+
+/// The stem's position-free part `LN → Linear → LN` on rows `x` `[R, I]` → `[R, M]` (each
+/// row independently; add [`AxialKvCache`]'s positions to get the stem of a slot).
+pub fn stem_rows(model: &AxialTransformer, x: Tensor<2>) -> Tensor<2> {
+    model.norm_model.forward(model.proj_in.forward(model.norm_in.forward(x))) // [r, m]
 }
 
 /// Inference caches of one [`AxialTransformer`] for a batch of `B` sequences of up to `T_max`
@@ -45,6 +74,8 @@ pub struct AxialKvCache {
     layers: Vec<LayerCache>,
     /// Positional table `[max(T_max, S), M]`.
     pe: Tensor<2>,
+    /// `PE[t] + PE[0..S]` `[1, S, M]` of frame `t`, built on first use in that frame.
+    frame_pe: Option<(usize, Tensor<3>)>,
     batch: usize,
     slots: usize,
     max_frames: usize,
@@ -79,14 +110,25 @@ impl AxialKvCache {
             .blocks
             .iter()
             .map(|_| LayerCache {
-                temporal_k: Tensor::zeros([batch, slots, heads, max_frames, head_dim], device),
-                temporal_v: Tensor::zeros([batch, slots, heads, max_frames, head_dim], device),
-                spatial_k: Tensor::zeros([batch, heads, slots, head_dim], device),
-                spatial_v: Tensor::zeros([batch, heads, slots, head_dim], device),
+                temporal_k: Some(Tensor::zeros([batch, slots, heads, max_frames, head_dim], device)),
+                temporal_v: Some(Tensor::zeros([batch, slots, heads, max_frames, head_dim], device)),
+                spatial_k: Some(Tensor::zeros([batch, heads, slots, head_dim], device)),
+                spatial_v: Some(Tensor::zeros([batch, heads, slots, head_dim], device)),
             })
             .collect();
         let pe = sinusoid_table(max_frames.max(slots), m, device);
-        Ok(AxialKvCache { layers, pe, batch, slots, max_frames, heads, head_dim, frames: 0, slots_done: 0 })
+        Ok(AxialKvCache {
+            layers,
+            pe,
+            frame_pe: None,
+            batch,
+            slots,
+            max_frames,
+            heads,
+            head_dim,
+            frames: 0,
+            slots_done: 0,
+        })
     }
 
     /// Frames committed so far; the next `forward_*` call works on frame `frames()`.
@@ -117,13 +159,74 @@ impl AxialKvCache {
     pub fn forward_frame(&mut self, model: &AxialTransformer, x: Tensor<3>) -> Result<Tensor<3>, NnError> {
         let [b, s, i] = x.dims();
         self.check_input("frame input [B, S, I]", [b, s], [self.batch, self.slots], i, model)?;
+        let m = model.proj_in.weight.shape().dims::<2>()[1];
+        let h = stem_rows(model, x.reshape([b * s, i])).reshape([b, s, m]); // [b, s, m]
+        self.forward_frame_stemmed(model, h)
+    }
+
+    /// [`AxialKvCache::forward_frame`] on `h` `[B, S, M]`, the input already passed through
+    /// [`stem_rows`] (positions are added here).
+    pub fn forward_frame_stemmed(
+        &mut self,
+        model: &AxialTransformer,
+        h: Tensor<3>,
+    ) -> Result<Tensor<3>, NnError> {
+        let h = self.frame_blocks(model, h, true)?; // [b, s, m]
+        Ok(model.proj_out.forward(h)) // [b, s, o]
+    }
+
+    /// Fills the current frame's cached keys/values from `h` `[B, S, M]` (stemmed as for
+    /// [`AxialKvCache::forward_frame_stemmed`]) without computing outputs, then commits the
+    /// frame. For frames whose outputs are not needed (context, MaskGIT's final tokens).
+    pub fn commit_pass(&mut self, model: &AxialTransformer, h: Tensor<3>) -> Result<(), NnError> {
+        self.frame_blocks(model, h, false)?;
+        self.commit_frame()
+    }
+
+    /// The blocks on a whole stemmed frame `[B, S, M]`; without `outputs` the last block stops
+    /// after its temporal attention has written the cache (what it returns then is unused).
+    fn frame_blocks(
+        &mut self,
+        model: &AxialTransformer,
+        h: Tensor<3>,
+        outputs: bool,
+    ) -> Result<Tensor<3>, NnError> {
+        let [b, s, m] = h.dims();
+        let d_model = model.proj_in.weight.shape().dims::<2>()[1];
+        if [b, s, m] != [self.batch, self.slots, d_model] {
+            return Err(NnError::Shape {
+                what: "stemmed frame [B, S, M]",
+                expected: format!("[{}, {}, {d_model}]", self.batch, self.slots),
+                got: format!("{:?}", [b, s, m]),
+            });
+        }
+        if self.frames >= self.max_frames {
+            return Err(self.full_error());
+        }
         let t = self.frames;
-        let mut h = self.stem(model, x, 0); // [b, s, m]
-        for (block, cache) in model.blocks.iter().zip(&mut self.layers) {
-            h = frame_block(block, cache, h, t, self.heads, self.head_dim);
+        let mut h = h + self.frame_positions(); // [b, s, m]
+        let last = model.blocks.len().saturating_sub(1);
+        for (l, (block, cache)) in model.blocks.iter().zip(&mut self.layers).enumerate() {
+            h = frame_block(block, cache, h, t, self.heads, self.head_dim, outputs || l < last);
         }
         self.slots_done = 0;
-        Ok(model.proj_out.forward(h)) // [b, s, o]
+        Ok(h)
+    }
+
+    /// `PE[t] + PE[0..S]` `[1, S, M]` of the current frame `t` (built once per frame).
+    fn frame_positions(&mut self) -> Tensor<3> {
+        let t = self.frames;
+        match &self.frame_pe {
+            Some((frame, pe)) if *frame == t => pe.clone(),
+            _ => {
+                let m = self.pe.dims()[1];
+                let s = self.slots;
+                let pe_t = self.pe.clone().slice([t..t + 1, 0..m]); // [1, m]
+                let pe = (self.pe.clone().slice([0..s, 0..m]) + pe_t).reshape([1, s, m]); // [1, s, m]
+                self.frame_pe = Some((t, pe.clone()));
+                pe
+            }
+        }
     }
 
     /// Runs slot `slot` of the next frame alone: `x` `[B, 1, I]` → `[B, 1, O]`. Slots must
@@ -137,6 +240,31 @@ impl AxialKvCache {
     ) -> Result<Tensor<3>, NnError> {
         let [b, one, i] = x.dims();
         self.check_input("slot input [B, 1, I]", [b, one], [self.batch, 1], i, model)?;
+        let m = model.proj_in.weight.shape().dims::<2>()[1];
+        let h = stem_rows(model, x.reshape([b, i])).reshape([b, 1, m]); // [b, 1, m]
+        self.forward_slot_stemmed(model, h, slot)
+    }
+
+    /// [`AxialKvCache::forward_slot`] on `h` `[B, 1, M]`, the input already passed through
+    /// [`stem_rows`] (positions are added here).
+    pub fn forward_slot_stemmed(
+        &mut self,
+        model: &AxialTransformer,
+        h: Tensor<3>,
+        slot: usize,
+    ) -> Result<Tensor<3>, NnError> {
+        let [b, one, m] = h.dims();
+        let d_model = model.proj_in.weight.shape().dims::<2>()[1];
+        if [b, one, m] != [self.batch, 1, d_model] {
+            return Err(NnError::Shape {
+                what: "stemmed slot [B, 1, M]",
+                expected: format!("[{}, 1, {d_model}]", self.batch),
+                got: format!("{:?}", [b, one, m]),
+            });
+        }
+        if self.frames >= self.max_frames {
+            return Err(self.full_error());
+        }
         if model.blocks.iter().any(|bl| !bl.attn_spatial.causal) {
             return Err(NnError::InvalidConfig {
                 field: "spatial_causal",
@@ -150,7 +278,8 @@ impl AxialKvCache {
             });
         }
         let t = self.frames;
-        let mut h = self.stem(model, x, slot); // [b, 1, m]
+        let pe = self.frame_positions(); // [1, s, m]
+        let mut h = h + pe.slice([0..1, slot..slot + 1, 0..m]); // [b, 1, m]
         for (block, cache) in model.blocks.iter().zip(&mut self.layers) {
             h = slot_block(block, cache, h, t, slot, self.heads, self.head_dim);
         }
@@ -179,21 +308,10 @@ impl AxialKvCache {
         }
         Ok(())
     }
-
-    /// Stem `LN → Linear → LN → +PE[t] + PE[first_slot..]` for slots starting at `first_slot`
-    /// of the current frame: `[B, S', I]` → `[B, S', M]`.
-    fn stem(&self, model: &AxialTransformer, x: Tensor<3>, first_slot: usize) -> Tensor<3> {
-        let [_, s, _] = x.dims();
-        let x = model.norm_model.forward(model.proj_in.forward(model.norm_in.forward(x))); // [b, s, m]
-        let m = x.dims()[2];
-        let t = self.frames;
-        let pe_t = self.pe.clone().slice([t..t + 1, 0..m]).reshape([1, 1, m]); // [1, 1, m]
-        let pe_n = self.pe.clone().slice([first_slot..first_slot + s, 0..m]).reshape([1, s, m]); // [1, s, m]
-        x + pe_t.cast(pe_n.dtype()) + pe_n
-    }
 }
 
 /// One block on a whole frame `x` `[B, S, M]` at frame index `t`.
+/// Without `ffn_too` the block stops after the temporal attention (its caches are written).
 fn frame_block(
     block: &AxialBlock,
     cache: &mut LayerCache,
@@ -201,6 +319,7 @@ fn frame_block(
     t: usize,
     heads: usize,
     hd: usize,
+    ffn_too: bool,
 ) -> Tensor<3> {
     let [b, s, m] = x.dims();
     // Spatial attention within the frame (the module's own causal flag).
@@ -211,11 +330,15 @@ fn frame_block(
     let h = block.norm_temporal.forward(x.clone()).reshape([b * s, 1, m]); // [b·s, 1, m]
     let (q, k, v) = block.attn_temporal.project_qkv(h); // each [b·s, heads, 1, hd]
     let at = [0..b, 0..s, 0..heads, t..t + 1, 0..hd];
-    cache.temporal_k = cache.temporal_k.clone().slice_assign(at.clone(), k.reshape([b, s, heads, 1, hd]));
-    cache.temporal_v = cache.temporal_v.clone().slice_assign(at, v.reshape([b, s, heads, 1, hd]));
     let upto = [0..b, 0..s, 0..heads, 0..t + 1, 0..hd];
-    let keys = cache.temporal_k.clone().slice(upto.clone()).reshape([b * s, heads, t + 1, hd]);
-    let values = cache.temporal_v.clone().slice(upto).reshape([b * s, heads, t + 1, hd]);
+    let keys =
+        write_then_view(&mut cache.temporal_k, at.clone(), k.reshape([b, s, heads, 1, hd]), upto.clone());
+    let values = write_then_view(&mut cache.temporal_v, at, v.reshape([b, s, heads, 1, hd]), upto);
+    if !ffn_too {
+        return x;
+    }
+    let keys = keys.reshape([b * s, heads, t + 1, hd]);
+    let values = values.reshape([b * s, heads, t + 1, hd]);
     // The query is the newest frame: it may see every cached frame, so no mask.
     let ctx = attend(q, keys, values, false); // [b·s, heads, 1, hd]
     let h = block.attn_temporal.merge_heads(ctx).reshape([b, s, m]); // [b, s, m]
@@ -238,21 +361,21 @@ fn slot_block(
     // Spatial attention over slots 0..=n of this frame (causal: later slots do not exist yet).
     let (q, k, v) = block.attn_spatial.project_qkv(block.norm_spatial.forward(x.clone())); // [b, heads, 1, hd]
     let at = [0..b, 0..heads, n..n + 1, 0..hd];
-    cache.spatial_k = cache.spatial_k.clone().slice_assign(at.clone(), k);
-    cache.spatial_v = cache.spatial_v.clone().slice_assign(at, v);
     let upto = [0..b, 0..heads, 0..n + 1, 0..hd];
-    let ctx =
-        attend(q, cache.spatial_k.clone().slice(upto.clone()), cache.spatial_v.clone().slice(upto), false);
+    let keys = write_then_view(&mut cache.spatial_k, at.clone(), k, upto.clone());
+    let values = write_then_view(&mut cache.spatial_v, at, v, upto);
+    let ctx = attend(q, keys, values, false);
     let x = x + block.attn_spatial.merge_heads(ctx); // [b, 1, m]
 
     // Temporal attention over slot n of frames 0..=t.
     let (q, k, v) = block.attn_temporal.project_qkv(block.norm_temporal.forward(x.clone())); // [b, heads, 1, hd]
     let at = [0..b, n..n + 1, 0..heads, t..t + 1, 0..hd];
-    cache.temporal_k = cache.temporal_k.clone().slice_assign(at.clone(), k.reshape([b, 1, heads, 1, hd]));
-    cache.temporal_v = cache.temporal_v.clone().slice_assign(at, v.reshape([b, 1, heads, 1, hd]));
     let upto = [0..b, n..n + 1, 0..heads, 0..t + 1, 0..hd];
-    let keys = cache.temporal_k.clone().slice(upto.clone()).reshape([b, heads, t + 1, hd]);
-    let values = cache.temporal_v.clone().slice(upto).reshape([b, heads, t + 1, hd]);
+    let keys =
+        write_then_view(&mut cache.temporal_k, at.clone(), k.reshape([b, 1, heads, 1, hd]), upto.clone());
+    let values = write_then_view(&mut cache.temporal_v, at, v.reshape([b, 1, heads, 1, hd]), upto);
+    let keys = keys.reshape([b, heads, t + 1, hd]);
+    let values = values.reshape([b, heads, t + 1, hd]);
     let ctx = attend(q, keys, values, false); // [b, heads, 1, hd]
     let x = x + block.attn_temporal.merge_heads(ctx); // [b, 1, m]
 
@@ -309,6 +432,31 @@ mod tests {
     fn frame_by_frame_matches_full_forward() {
         check_frames(false);
         check_frames(true);
+    }
+
+    /// Stemmed inputs and output-free commit passes give the same cache as `forward_frame`.
+    #[test]
+    fn stemmed_frames_and_commit_passes_match_full_forward() {
+        let device = Device::flex();
+        let model = AxialTransformerConfig::new(6, 16, 32, 5, 2, 4).init(&device).unwrap();
+        let (b, t, s, i) = (2, 4, 3, 6);
+        let x = Tensor::<4>::random([b, t, s, i], Distribution::Normal(0.0, 1.0), &device);
+        let full = model.forward(x.clone()); // [b, t, s, 5]
+        let mut cache = AxialKvCache::new(&model, b, s, t, &device).unwrap();
+        for f in 0..t {
+            let frame = x.clone().slice([0..b, f..f + 1, 0..s, 0..i]).reshape([b * s, i]);
+            let h = stem_rows(&model, frame).reshape([b, s, 16]);
+            if f % 2 == 0 && f + 1 < t {
+                cache.commit_pass(&model, h).unwrap();
+                continue;
+            }
+            let got = cache.forward_frame_stemmed(&model, h).unwrap();
+            let want = full.clone().slice([0..b, f..f + 1, 0..s, 0..5]).reshape([b, s, 5]);
+            assert_close(&to_vec(got), &to_vec(want), &format!("frame {f}"));
+            cache.commit_frame().unwrap();
+        }
+        let wrong = Tensor::<3>::zeros([b, s, 15], &device);
+        assert!(AxialKvCache::new(&model, b, s, t, &device).unwrap().commit_pass(&model, wrong).is_err());
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod params;
 pub use activation::gelu_tanh;
 pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 pub use axial::{AxialBlock, AxialBlockConfig, AxialTransformer, AxialTransformerConfig};
-pub use axial_cache::AxialKvCache;
+pub use axial_cache::{stem_rows, AxialKvCache};
 pub use dense::linear_rows;
 pub use error::NnError;
 pub use patch::{patchify, unpatchify, PatchGrid};

@@ -240,6 +240,16 @@ impl Genie {
         Ok(GenieOutput { tokens, logits, loss_positions, loss, ce, z_loss, lam_indices })
     }
 
+    /// The table action ids index `[K, La]`: the LAM's codebook (code `i` is the latent action
+    /// the LAM emits as index `i`) or the recorded-action embeddings.
+    pub fn action_table(&self) -> Tensor<2> {
+        match (&self.lam, &self.action_embed) {
+            (Some(lam), _) => lam.vq.codebook.val(),
+            (None, Some(embed)) => embed.val(),
+            (None, None) => unreachable!("a Genie has a LAM or action embeddings"),
+        }
+    }
+
     /// Frames `[B, T, H, W, C]` decoded from the most likely token at every position.
     pub fn decode_argmax(&self, logits: Tensor<4>) -> std::result::Result<Tensor<5>, NnError> {
         let [b, t, n, _] = logits.dims();

@@ -8,11 +8,13 @@ pub mod dynamics_task;
 pub mod genie;
 pub mod lam;
 pub mod lam_task;
+pub mod nmi;
 pub mod sample;
 mod task_common;
 pub mod tokenizer;
 pub mod tokenizer_eval;
 pub mod tokenizer_task;
+pub mod world_eval;
 
 pub use dynamics::{Dynamics, DynamicsConfig, DynamicsKind, TokenMetrics};
 pub use dynamics_task::{DynamicsRunConfig, DynamicsTask, GenieRunConfig};
@@ -25,3 +27,4 @@ pub use lam_task::{LamRunConfig, LamTask};
 pub use sample::{sample, Rollout, SamplerConfig};
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerOutput};
 pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};
+pub use world_eval::{WorldEval, WorldEvalConfig, WorldMetrics};

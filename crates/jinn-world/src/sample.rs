@@ -17,10 +17,16 @@
 //! every pass recomputes frames `0..=f` (temporal attention is causal, so later frames never
 //! matter). Both give the same logits (tests). Sampling happens on the host from a ChaCha
 //! generator seeded by [`SamplerConfig::seed`], so rollouts are reproducible.
+//!
+//! The cached path does no per-pass work that a table can hold: the transformer's stem
+//! (`LN → Linear → LN`, [`stem_rows`]) is applied once to the token embeddings and the mask
+//! token (a `[V+1, M]` table; a pass's input is one `select` from it) and once per frame to
+//! the action slot; context frames and each generated frame's final tokens only fill the
+//! caches ([`AxialKvCache::commit_pass`], no logits).
 
 use crate::dynamics::{Dynamics, DynamicsKind};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
-use jinn_nn::{AxialKvCache, NnError};
+use jinn_nn::{stem_rows, AxialKvCache, NnError};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -114,6 +120,7 @@ pub fn sample(
         tokens: vec![0; b * frames * n],
         dims: [b, frames, n],
         cache: None,
+        stemmed: None,
         rng: jinn_data::rng::rng_for(cfg.seed, "world-sample", 0),
     };
     for bi in 0..b {
@@ -124,15 +131,17 @@ pub fn sample(
     // reversible models sample uncached (same logits, recomputed over the window).
     if cfg.use_cache && dynamics.reversible_blocks.is_empty() {
         let mut cache = AxialKvCache::new(&dynamics.transformer, b, n + 1, frames, &state.device)?;
+        state.stemmed = Some(StemmedInputs::new(dynamics));
         for t in 0..c {
-            let x = state.frame_input(t, None);
-            cache.forward_frame(&dynamics.transformer, x)?;
-            cache.commit_frame()?;
+            state.start_frame(t);
+            let h = state.stemmed_frame(t, None);
+            cache.commit_pass(&dynamics.transformer, h)?;
         }
         state.cache = Some(cache);
     }
     let mut logits = Vec::with_capacity(b * (frames - c) * n * v);
     for f in c..frames {
+        state.start_frame(f);
         let frame_logits = match dynamics.kind() {
             DynamicsKind::MaskGit => state.maskgit_frame(f, cfg)?,
             DynamicsKind::Causal => state.causal_frame(f, cfg)?,
@@ -162,10 +171,83 @@ struct State<'a> {
     tokens: Vec<i64>,
     dims: [usize; 3],
     cache: Option<AxialKvCache>,
+    /// Stemmed input tables of the cached path.
+    stemmed: Option<StemmedInputs>,
     rng: ChaCha8Rng,
 }
 
+/// Transformer inputs already passed through the stem (cached path only).
+struct StemmedInputs {
+    /// Stemmed token embeddings, then the stemmed mask token (MaskGIT) `[V(+1), M]`.
+    table: Tensor<2>,
+    /// The stemmed action slot of the current frame `[B, 1, M]`.
+    action: Option<Tensor<3>>,
+}
+
+impl StemmedInputs {
+    fn new(dynamics: &Dynamics) -> Self {
+        let rows = match &dynamics.mask_token {
+            Some(token) => {
+                let m = token.shape().dims::<1>()[0];
+                Tensor::cat(vec![dynamics.token_embed.val(), token.val().reshape([1, m])], 0)
+                // [v+1, m]
+            }
+            None => dynamics.token_embed.val(), // [v, m]
+        };
+        StemmedInputs { table: stem_rows(&dynamics.transformer, rows), action: None }
+    }
+}
+
 impl State<'_> {
+    /// Prepare frame `f`: the stemmed action slot (cached path).
+    fn start_frame(&mut self, f: usize) {
+        if self.stemmed.is_none() {
+            return;
+        }
+        let [b, _, _] = self.dims;
+        let slot = self.action_slot(f); // [b, 1, m]
+        let m = slot.dims()[2];
+        let stemmed = stem_rows(&self.dynamics.transformer, slot.reshape([b, m])).reshape([b, 1, m]);
+        if let Some(inputs) = self.stemmed.as_mut() {
+            inputs.action = Some(stemmed);
+        }
+    }
+
+    /// The stemmed input of frame `f` `[B, N+1, M]` (cached path): the action slot, then the
+    /// tokens' rows with `mask` `[B, N]` positions taking the mask token's row.
+    fn stemmed_frame(&self, f: usize, mask: Option<&[bool]>) -> Tensor<3> {
+        let [b, _, n] = self.dims;
+        let inputs = self.stemmed.as_ref().expect("stemmed inputs on the cached path");
+        let mask_row = self.dynamics.num_codes() as i64;
+        let mut ids = self.frame_tokens(f); // [b·n]
+        if let Some(mask) = mask {
+            for (id, &masked) in ids.iter_mut().zip(mask) {
+                if masked {
+                    *id = mask_row;
+                }
+            }
+        }
+        let m = inputs.table.dims()[1];
+        let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [b * n]), &self.device);
+        let rows = inputs.table.clone().select(0, ids).reshape([b, n, m]); // [b, n, m]
+        let action = inputs.action.clone().expect("start_frame ran"); // [b, 1, m]
+        Tensor::cat(vec![action, rows], 1) // [b, n+1, m]
+    }
+
+    /// The stemmed slot `pos` of frame `f` for causal decoding `[B, 1, M]`: the action slot
+    /// (pos 0) or the row of token `pos − 1`.
+    fn stemmed_slot(&self, f: usize, pos: usize) -> Tensor<3> {
+        let [b, s, n] = self.dims;
+        let inputs = self.stemmed.as_ref().expect("stemmed inputs on the cached path");
+        if pos == 0 {
+            return inputs.action.clone().expect("start_frame ran");
+        }
+        let m = inputs.table.dims()[1];
+        let prev: Vec<i64> = (0..b).map(|bi| self.tokens[(bi * s + f) * n + pos - 1]).collect();
+        let ids = Tensor::<1, Int>::from_data(TensorData::new(prev, [b]), &self.device);
+        inputs.table.clone().select(0, ids).reshape([b, 1, m]) // [b, 1, m]
+    }
+
     /// Tokens of frame `f` for every sample `[B, N]`.
     fn frame_tokens(&self, f: usize) -> Vec<i64> {
         let [b, s, n] = self.dims;
@@ -191,31 +273,6 @@ impl State<'_> {
 
     fn model_dim(&self) -> usize {
         self.dynamics.token_embed.shape().dims::<2>()[1]
-    }
-
-    /// Embeddings of `ids` `[B, K]` → `[B, K, M]`.
-    fn embed(&self, ids: Vec<i64>, k: usize) -> Tensor<3> {
-        let b = self.dims[0];
-        let m = self.model_dim();
-        let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [b * k]), &self.device);
-        self.dynamics.token_embed.val().select(0, ids).reshape([b, k, m])
-    }
-
-    /// The transformer input of frame `f`, `[B, N+1, M]`: action slot, then the token
-    /// embeddings with `mask` `[B, N]` positions replaced by the mask token.
-    fn frame_input(&self, f: usize, mask: Option<&[bool]>) -> Tensor<3> {
-        let [b, _, n] = self.dims;
-        let m = self.model_dim();
-        let emb = self.embed(self.frame_tokens(f), n); // [b, n, m]
-        let emb = match (mask, &self.dynamics.mask_token) {
-            (Some(mask), Some(token)) => {
-                let mask = Tensor::<2, Bool>::from_data(TensorData::new(mask.to_vec(), [b, n]), &self.device);
-                let token = token.val().reshape([1, 1, m]).repeat(&[b, n, 1]); // [b, n, m]
-                emb.mask_where(mask.unsqueeze_dim::<3>(2).repeat_dim(2, m), token)
-            }
-            _ => emb,
-        };
-        Tensor::cat(vec![self.action_slot(f), emb], 1) // [b, n+1, m]
     }
 
     /// Uncached logits of frame `f` `[B, N, V]`: the whole model on frames `0..=f`.
@@ -247,10 +304,13 @@ impl State<'_> {
         let mut mask = vec![true; b * n]; // [b, n]
         let mut kept = vec![0.0f32; b * n * v];
         for step in 0..cfg.maskgit_steps {
-            let x = self.frame_input(f, Some(&mask)); // [b, n+1, m]
-            let logits = match self.cache.as_mut() {
-                Some(cache) => {
-                    cache.forward_frame(&self.dynamics.transformer, x)?.slice([0..b, 1..n + 1, 0..v])
+            // (The cache is moved out while the stemmed input borrows the state.)
+            let logits = match self.cache.take() {
+                Some(mut cache) => {
+                    let h = self.stemmed_frame(f, Some(&mask)); // [b, n+1, m]
+                    let out = cache.forward_frame_stemmed(&self.dynamics.transformer, h);
+                    self.cache = Some(cache);
+                    out?.slice([0..b, 1..n + 1, 0..v])
                 }
                 None => self.uncached_logits(f, Some(&mask))?,
             }; // [b, n, v]
@@ -277,10 +337,10 @@ impl State<'_> {
             }
         }
         // The final tokens' keys/values become part of the cached context.
-        let x = self.frame_input(f, None); // [b, n+1, m]
-        if let Some(cache) = self.cache.as_mut() {
-            cache.forward_frame(&self.dynamics.transformer, x)?;
-            cache.commit_frame()?;
+        if let Some(mut cache) = self.cache.take() {
+            let h = self.stemmed_frame(f, None); // [b, n+1, m]
+            cache.commit_pass(&self.dynamics.transformer, h)?;
+            self.cache = Some(cache);
         }
         Ok(kept)
     }
@@ -292,15 +352,13 @@ impl State<'_> {
         let mut kept = vec![0.0f32; b * n * v];
         for pos in 0..n {
             // Slot `pos` holds the action (pos = 0) or token pos−1, and predicts token pos.
-            let x = if pos == 0 {
-                self.action_slot(f)
-            } else {
-                let prev: Vec<i64> =
-                    (0..b).map(|bi| self.tokens[(bi * self.dims[1] + f) * n + pos - 1]).collect();
-                self.embed(prev, 1)
-            }; // [b, 1, m]
-            let logits = match self.cache.as_mut() {
-                Some(cache) => cache.forward_slot(&self.dynamics.transformer, x, pos)?.reshape([b, v]),
+            let logits = match self.cache.take() {
+                Some(mut cache) => {
+                    let h = self.stemmed_slot(f, pos); // [b, 1, m]
+                    let out = cache.forward_slot_stemmed(&self.dynamics.transformer, h, pos);
+                    self.cache = Some(cache);
+                    out?.reshape([b, v])
+                }
                 None => self.uncached_logits(f, None)?.slice([0..b, pos..pos + 1, 0..v]).reshape([b, v]),
             }; // [b, v]
             let logits: Vec<f32> = logits.try_into_vec_as::<f32>().expect("float tensor data");

@@ -1,10 +1,12 @@
 //! `jinn demo`: from nothing to a playable world model — generate breakout episodes, train the
-//! tokenizer, the LAM and MaskGIT dynamics with the built-in demo configs, sample a rollout GIF.
+//! tokenizer, the LAM and MaskGIT dynamics with the built-in demo configs, sample a rollout GIF,
+//! and score the model with `jinn eval world` (rollout PSNR, ΔPSNR, NMI).
 //!
 //! Every stage is an ordinary `jinn train …` run in `DIR/<stage>` (the same code path as the
 //! CLI). A stage is finished when its run holds a checkpoint at its final step; a second
 //! `jinn demo` skips finished stages and resumes a half-finished one.
 
+use crate::eval::world::{evaluate_world, print_table, EvalWorldArgs};
 use crate::sample::{sample_rollout, SampleArgs};
 use crate::train::{self, TrainCommand};
 use anyhow::{bail, Context};
@@ -24,7 +26,7 @@ const DYNAMICS_TOML: &str = include_str!("../../../configs/demo/dynamics.toml");
 /// Arguments of `jinn demo`.
 #[derive(clap::Args)]
 pub struct DemoArgs {
-    /// Demo directory: data/, configs/, tokenizer/, lam/, dynamics/, sample/.
+    /// Demo directory: data/, configs/, tokenizer/, lam/, dynamics/, sample/, eval/.
     #[arg(long, default_value = "jinn-demo")]
     pub out: PathBuf,
     /// Use this dataset (with train/ and val/) instead of generating breakout into DIR/data.
@@ -43,6 +45,9 @@ pub struct DemoArgs {
     /// Frames generated after the one context frame.
     #[arg(long, default_value_t = 15)]
     pub frames: usize,
+    /// Validation clips scored by the final `jinn eval world` (0 skips it).
+    #[arg(long, default_value_t = 16)]
+    pub eval_episodes: usize,
 }
 
 /// One training stage.
@@ -92,14 +97,14 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         },
     ];
     for (i, stage) in stages.iter().enumerate() {
-        println!("[{}/5] {}", i + 2, stage.name);
+        println!("[{}/6] {}", i + 2, stage.name);
         let t = Instant::now();
         let sets: Vec<String> = stage_overrides(stage.name, &overrides, a.steps);
         run_stage(stage, &a.out, &data, &sets)?;
         println!("      {} done in {:.0} s", stage.name, t.elapsed().as_secs_f64());
     }
 
-    println!("[5/5] sampling a rollout (1 context frame, {} generated, LAM actions)", a.frames);
+    println!("[5/6] sampling a rollout (1 context frame, {} generated, LAM actions)", a.frames);
     let sample_args = SampleArgs {
         ckpt: a.out.join("dynamics"),
         data: data.clone(),
@@ -121,6 +126,27 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         report.frames_per_s,
         a.out.join("sample/metrics.json").display()
     );
+    if a.eval_episodes > 0 {
+        println!("[6/6] evaluating the world model on {} val clips (jinn eval world)", a.eval_episodes);
+        let eval_args = EvalWorldArgs {
+            ckpt: a.out.join("dynamics"),
+            data: data.clone(),
+            split: "val".into(),
+            episodes: a.eval_episodes,
+            batch_size: 4,
+            context: 1,
+            frames: a.frames,
+            steps: 25,
+            temperature: 1.0,
+            argmax: true,
+            seed: 0,
+            out: a.out.join("eval"),
+            device: Default::default(),
+        };
+        let metrics = evaluate_world(&eval_args)?;
+        print_table(&metrics);
+        println!("      metrics in {}", a.out.join("eval/metrics.json").display());
+    }
     println!("demo finished in {:.0} s", started.elapsed().as_secs_f64());
     println!("GIF (ground truth | generated): {}", report.gif.display());
     println!("play it: jinn play --ckpt {} --data {}", a.out.join("dynamics").display(), data.display());
@@ -130,10 +156,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
 /// Generate built-in breakout episodes into `dir` unless a dataset is already there.
 fn ensure_data(dir: &Path, episodes: usize) -> anyhow::Result<()> {
     if dir.join("metadata.json").is_file() {
-        println!("[1/5] data: reusing {}", dir.display());
+        println!("[1/6] data: reusing {}", dir.display());
         return Ok(());
     }
-    println!("[1/5] data: generating {episodes} breakout episodes into {}", dir.display());
+    println!("[1/6] data: generating {episodes} breakout episodes into {}", dir.display());
     let cfg = GenerateConfig { episodes, overwrite: true, ..GenerateConfig::default() };
     let progress = crate::progress::Progress::new(episodes as u64, "episodes");
     generate_dataset(&cfg, dir, &mut |p| progress.set(p.episodes_done as u64, p.split))

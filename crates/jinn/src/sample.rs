@@ -225,11 +225,7 @@ fn rollout_actions(
         }
         file => {
             let ids = read_action_file(Path::new(file), s - 1)?;
-            let table = match (&genie.lam, &genie.action_embed) {
-                (Some(lam), _) => lam.vq.codebook.val(),
-                (None, Some(embed)) => embed.val(),
-                (None, None) => bail!("the model has neither a LAM nor action embeddings"),
-            }; // [k, la]
+            let table = genie.action_table(); // [k, la]
             let [k, la] = table.dims();
             if let Some(bad) = ids.iter().find(|&&id| id < 0 || id as usize >= k) {
                 bail!(

@@ -17,7 +17,7 @@ fn demo(out: &Path) -> Output {
     let out = out.to_str().unwrap();
     #[rustfmt::skip]
     let args = [
-        "demo", "--out", out, "--episodes", "6", "--steps", "2", "--frames", "2",
+        "demo", "--out", out, "--episodes", "6", "--steps", "2", "--frames", "2", "--eval-episodes", "2",
         "--set", "all:train.batch_size=2", "--set", "all:train.val_batches=1",
         "--set", "all:model.model_dim=16", "--set", "all:model.ffn_dim=32", "--set", "all:model.num_heads=2",
     ];
@@ -87,6 +87,55 @@ fn per_frame(metrics: &Path) -> Vec<serde_json::Value> {
     json["per_frame"].as_array().unwrap().clone()
 }
 
+/// The `metrics` object of a `jinn eval world` metrics.json.
+fn eval_metrics(path: &Path) -> serde_json::Value {
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json["metrics"].clone()
+}
+
+/// `jinn eval world` on the demo's model: consistent metrics.json; clear errors.
+fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
+    let (ckpt, data) = (demo.join("dynamics"), demo.join("data"));
+    let eval_out = tmp.join("eval-world");
+    let run = |extra: &[&str]| {
+        #[rustfmt::skip]
+        let mut args = vec![
+            "eval", "world", "--ckpt", ckpt.to_str().unwrap(), "--data", data.to_str().unwrap(),
+            "--episodes", "3", "--batch-size", "2", "--frames", "2", "--steps", "2",
+            "--out", eval_out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        jinn(&args)
+    };
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("rollout PSNR"), "{}", text(&o));
+    let m = eval_metrics(&eval_out.join("metrics.json"));
+    assert_eq!(m["clips"].as_u64(), Some(3), "{m}");
+    assert_eq!(m["nmi_transitions"].as_u64(), Some(3 * 2), "3 clips × 2 transitions: {m}");
+    let nmi = m["nmi"].as_f64().expect("breakout records actions: an NMI");
+    assert!((0.0..=1.0).contains(&nmi), "{m}");
+    let per_frame =
+        |key: &str| -> Vec<f64> { m[key].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+    let (rollout, delta) = (per_frame("rollout_psnr_per_frame"), per_frame("delta_psnr_per_frame"));
+    assert_eq!((rollout.len(), delta.len()), (2, 2));
+    let mean = rollout.iter().sum::<f64>() / 2.0;
+    assert!((mean - m["rollout_psnr"].as_f64().unwrap()).abs() < 1e-9, "{m}");
+    let delta_mean = m["rollout_psnr"].as_f64().unwrap() - m["random_action_psnr"].as_f64().unwrap();
+    assert!((delta_mean - m["delta_psnr"].as_f64().unwrap()).abs() < 1e-9, "{m}");
+
+    // A tokenizer run is not a world model; clips longer than the episodes; a missing split.
+    let tok = demo.join("tokenizer");
+    #[rustfmt::skip]
+    let o = jinn(&["eval", "world", "--ckpt", tok.to_str().unwrap(), "--data", data.to_str().unwrap(),
+                   "--out", eval_out.to_str().unwrap()]);
+    assert!(!o.status.success() && text(&o).contains("--ckpt"), "{}", text(&o));
+    let o = run(&["--frames", "100000"]);
+    assert!(!o.status.success() && text(&o).contains("--data"), "{}", text(&o));
+    let o = run(&["--split", "nope"]);
+    assert!(!o.status.success() && text(&o).contains("nope"), "{}", text(&o));
+}
+
 #[test]
 fn demo_trains_samples_and_reuses_finished_stages() {
     let dir = tempfile::tempdir().unwrap();
@@ -104,6 +153,10 @@ fn demo_trains_samples_and_reuses_finished_stages() {
     for stage in ["tokenizer", "lam", "dynamics"] {
         assert!(out.join(stage).join("step_000002").is_dir(), "{stage}");
     }
+    // The demo ends with `jinn eval world`: its table and metrics.json.
+    assert!(log.contains("controllability ΔPSNR") && log.contains("NMI"), "{log}");
+    let m = eval_metrics(&out.join("eval/metrics.json"));
+    assert_eq!((m["clips"].as_u64(), m["frames"].as_u64()), (Some(2), Some(2)), "{m}");
 
     // Second run: every stage is reused, nothing retrained.
     let o = demo(&out);
@@ -140,6 +193,8 @@ fn demo_trains_samples_and_reuses_finished_stages() {
     assert!(!o.status.success() && text(&o).contains("out of range"), "{}", text(&o));
     let (o, _) = s("gt", "s3");
     assert!(!o.status.success() && text(&o).contains("--actions gt"), "{}", text(&o));
+
+    eval_world_writes_metrics_and_names_bad_inputs(&out, dir.path());
 
     // `jinn play` serves the trained model: a session from the dataset, steps under two
     // actions give frames of the model's size, an unknown action is a 400.

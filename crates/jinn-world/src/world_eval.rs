@@ -1,0 +1,308 @@
+//! World-model evaluation (`jinn eval world`): how well a trained [`Genie`] predicts and how
+//! much its actions matter, on clips of `C + G` ground-truth frames.
+//!
+//! * **Next frame** (teacher-forced, one step): for every target frame `t ∈ C..C+G`, the
+//!   sampler generates frame `t` from the true frames `0..t`; PSNR/SSIM of that frame.
+//! * **Rollout**: from the `C` true context frames the sampler generates all `G` frames,
+//!   driven by the actions the model's action source infers from the true clip (LAM codes,
+//!   or the recorded actions for `--actions gt` models); PSNR/SSIM per generated frame.
+//! * **Controllability** (Genie paper, ΔPSNR): the same rollout with the same sampler seed
+//!   but uniformly random actions (random LAM codes / action ids) for the generated frames;
+//!   `ΔPSNR = PSNR(truth, rollout) − PSNR(truth, random-action rollout)`, per frame and mean.
+//! * **LAM / true-action agreement**: normalised mutual information ([`crate::nmi`],
+//!   geometric normalisation `I/sqrt(H·H)`, arithmetic reported too) between the LAM code of
+//!   transition `t → t+1` and the action the dataset records at frame `t` (taken at `t`),
+//!   over every transition of every clip. Absent for models without a LAM or data without
+//!   one discrete action per frame.
+//!
+//! Frames are decoded by the tokenizer over the whole sequence (its temporal attention is
+//! causal, so a frame is decoded with its predecessors as context), rounded to `u8` as in
+//! `jinn sample`, and scored with [`jinn_data::metrics`].
+
+use crate::genie::Genie;
+use crate::nmi::{nmi, Normalisation};
+use crate::sample::{sample, SamplerConfig};
+use crate::task_common::{model_err, to_u8};
+use crate::tokenizer::frames_to_unit;
+use burn::tensor::{Int, Tensor, TensorData};
+use jinn_data::loader::Batch;
+use jinn_data::metrics::{psnr, ssim};
+use jinn_data::FrameShape;
+use jinn_train::{Result, TrainError};
+use rand::Rng;
+use serde::Serialize;
+
+/// What to evaluate.
+#[derive(Debug, Clone)]
+pub struct WorldEvalConfig {
+    /// True context frames `C` (≥ 1).
+    pub context: usize,
+    /// Generated frames `G` (≥ 1); clips must hold `C + G` frames.
+    pub frames: usize,
+    /// Sampler settings; batch `i` samples with seed `sampler.seed + i` (the same for the
+    /// inferred- and random-action rollouts), random actions come from `sampler.seed` too.
+    pub sampler: SamplerConfig,
+}
+
+/// Running sums over evaluated clips (see [`WorldEval::add_batch`]).
+#[derive(Debug, Clone)]
+pub struct WorldEval {
+    cfg: WorldEvalConfig,
+    clips: usize,
+    batches: u64,
+    /// Per generated frame `[G]` sums over clips.
+    next_psnr: Vec<f64>,
+    next_ssim: Vec<f64>,
+    rollout_psnr: Vec<f64>,
+    rollout_ssim: Vec<f64>,
+    random_psnr: Vec<f64>,
+    random_ssim: Vec<f64>,
+    /// `(LAM code, recorded action)` of every transition seen.
+    lam_codes: Vec<i64>,
+    true_actions: Vec<i64>,
+}
+
+/// Results of a world-model evaluation (means over clips; per-frame lists are indexed by
+/// generated frame `0..G`, i.e. clip frame `C + i`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WorldMetrics {
+    /// Clips evaluated.
+    pub clips: usize,
+    /// Context frames.
+    pub context: usize,
+    /// Generated frames.
+    pub frames: usize,
+    /// Mean teacher-forced next-frame PSNR (dB).
+    pub next_frame_psnr: f64,
+    /// Mean teacher-forced next-frame SSIM.
+    pub next_frame_ssim: f64,
+    /// Teacher-forced next-frame PSNR per generated frame.
+    pub next_frame_psnr_per_frame: Vec<f64>,
+    /// Mean rollout PSNR (dB) with inferred actions.
+    pub rollout_psnr: f64,
+    /// Mean rollout SSIM with inferred actions.
+    pub rollout_ssim: f64,
+    /// Rollout PSNR per generated frame.
+    pub rollout_psnr_per_frame: Vec<f64>,
+    /// Rollout SSIM per generated frame.
+    pub rollout_ssim_per_frame: Vec<f64>,
+    /// Mean rollout PSNR with uniformly random actions.
+    pub random_action_psnr: f64,
+    /// Mean rollout SSIM with uniformly random actions.
+    pub random_action_ssim: f64,
+    /// Controllability `rollout_psnr − random_action_psnr` (dB).
+    pub delta_psnr: f64,
+    /// ΔPSNR per generated frame.
+    pub delta_psnr_per_frame: Vec<f64>,
+    /// NMI (geometric: `I/sqrt(H(codes)·H(actions))`) of LAM codes and recorded actions.
+    pub nmi: Option<f64>,
+    /// The same NMI with arithmetic normalisation `I/((H + H)/2)`.
+    pub nmi_arithmetic: Option<f64>,
+    /// Transitions the NMI was computed over.
+    pub nmi_transitions: usize,
+}
+
+impl WorldEval {
+    /// Empty sums; errors on a zero context or frame count.
+    pub fn new(cfg: WorldEvalConfig) -> Result<Self> {
+        if cfg.context == 0 || cfg.frames == 0 {
+            return Err(TrainError::config(
+                "context/frames",
+                format!("need ≥ 1 context and ≥ 1 generated frame, got {} and {}", cfg.context, cfg.frames),
+            ));
+        }
+        let g = cfg.frames;
+        Ok(WorldEval {
+            cfg,
+            clips: 0,
+            batches: 0,
+            next_psnr: vec![0.0; g],
+            next_ssim: vec![0.0; g],
+            rollout_psnr: vec![0.0; g],
+            rollout_ssim: vec![0.0; g],
+            random_psnr: vec![0.0; g],
+            random_ssim: vec![0.0; g],
+            lam_codes: Vec::new(),
+            true_actions: Vec::new(),
+        })
+    }
+
+    /// Clips added so far.
+    pub fn clips(&self) -> usize {
+        self.clips
+    }
+
+    /// Evaluate the first `clips` clips of `batch` (clips of exactly `C + G` frames).
+    pub fn add_batch(&mut self, genie: &Genie, batch: &Batch, clips: usize) -> Result<()> {
+        let (c, g) = (self.cfg.context, self.cfg.frames);
+        let s = c + g;
+        if batch.seq_len != s {
+            return Err(TrainError::config(
+                "data",
+                format!("clips hold {} frames, expected context + frames = {s}", batch.seq_len),
+            ));
+        }
+        let b = clips.min(batch.batch_size);
+        if b == 0 {
+            return Ok(());
+        }
+        let shape = batch.frame_shape;
+        let grid = genie.tokenizer.grid();
+        if (shape.height, shape.width, shape.channels) != (grid.height, grid.width, grid.channels) {
+            return Err(TrainError::config(
+                "data",
+                format!(
+                    "frames are {}×{}×{} but the model was trained on {}×{}×{}",
+                    shape.height, shape.width, shape.channels, grid.height, grid.width, grid.channels
+                ),
+            ));
+        }
+        let device = genie.dynamics.token_embed.val().device();
+        let fb = shape.frame_bytes();
+        let truth = &batch.videos[..b * s * fb]; // [b, s, h, w, c] u8
+        let videos = frames_to_unit(truth, [b, s, shape.height, shape.width, shape.channels], &device);
+        let recorded = recorded_actions(batch, b); // [b, s] host, when one id per frame
+        let recorded_t = recorded
+            .as_ref()
+            .map(|ids| Tensor::<2, Int>::from_data(TensorData::new(ids.clone(), [b, s]), &device));
+        let tokens = genie.tokenizer.encode(videos.clone()).map_err(model_err)?; // [b, s, n]
+        let n = tokens.dims()[2];
+        let (actions, lam_ids) = genie.latent_actions(videos, recorded_t).map_err(model_err)?; // [b, s−1, la]
+
+        if let (Some(ids), Some(recorded)) = (lam_ids, &recorded) {
+            let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
+            for bi in 0..b {
+                self.lam_codes.extend_from_slice(&ids[bi * (s - 1)..(bi + 1) * (s - 1)]);
+                self.true_actions.extend_from_slice(&recorded[bi * s..bi * s + s - 1]);
+            }
+        }
+
+        let sampler = SamplerConfig {
+            seed: self.cfg.sampler.seed.wrapping_add(self.batches),
+            ..self.cfg.sampler.clone()
+        };
+        let context = tokens.clone().slice([0..b, 0..c, 0..n]);
+
+        // Rollout with the inferred actions.
+        let rollout =
+            sample(&genie.dynamics, context.clone(), actions.clone(), s, &sampler).map_err(model_err)?;
+        let decoded = to_u8(genie.tokenizer.decode(rollout.token_tensor(&device)).map_err(model_err)?);
+        score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.rollout_psnr, &mut self.rollout_ssim)?;
+
+        // The same rollout under uniformly random actions for the generated frames.
+        let random = random_actions(genie, actions.clone(), c, self.cfg.sampler.seed, self.batches);
+        let rollout = sample(&genie.dynamics, context, random, s, &sampler).map_err(model_err)?;
+        let decoded = to_u8(genie.tokenizer.decode(rollout.token_tensor(&device)).map_err(model_err)?);
+        score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.random_psnr, &mut self.random_ssim)?;
+
+        // Teacher-forced next frame: frame t from the true frames 0..t.
+        let la = actions.dims()[2];
+        for t in c..s {
+            let context = tokens.clone().slice([0..b, 0..t, 0..n]);
+            let acts = actions.clone().slice([0..b, 0..t, 0..la]);
+            let rollout = sample(&genie.dynamics, context, acts, t + 1, &sampler).map_err(model_err)?;
+            let decoded = to_u8(genie.tokenizer.decode(rollout.token_tensor(&device)).map_err(model_err)?); // [b, t+1, …]
+            let (mut p, mut q) = (vec![0.0], vec![0.0]);
+            let frames_truth: Vec<u8> =
+                (0..b).flat_map(|bi| truth[(bi * s) * fb..(bi * s + t + 1) * fb].iter().copied()).collect(); // [b, t+1, h, w, c]
+            score_frames(&frames_truth, &decoded, shape, [b, t + 1], t..t + 1, &mut p, &mut q)?;
+            self.next_psnr[t - c] += p[0];
+            self.next_ssim[t - c] += q[0];
+        }
+        self.clips += b;
+        self.batches += 1;
+        Ok(())
+    }
+
+    /// Means over the clips added.
+    pub fn finish(&self) -> Result<WorldMetrics> {
+        if self.clips == 0 {
+            return Err(TrainError::config("data", "no clips were evaluated"));
+        }
+        let k = self.clips as f64;
+        let per_frame = |sums: &[f64]| sums.iter().map(|v| v / k).collect::<Vec<_>>();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let rollout_psnr = per_frame(&self.rollout_psnr);
+        let random_psnr = per_frame(&self.random_psnr);
+        let delta: Vec<f64> = rollout_psnr.iter().zip(&random_psnr).map(|(a, r)| a - r).collect();
+        let (nmi_g, nmi_a) = if self.lam_codes.is_empty() {
+            (None, None)
+        } else {
+            let agreement = |norm| nmi(&self.lam_codes, &self.true_actions, norm);
+            let g =
+                agreement(Normalisation::Geometric).map_err(|e| TrainError::config("nmi", e.to_string()))?;
+            let a =
+                agreement(Normalisation::Arithmetic).map_err(|e| TrainError::config("nmi", e.to_string()))?;
+            (Some(g), Some(a))
+        };
+        Ok(WorldMetrics {
+            clips: self.clips,
+            context: self.cfg.context,
+            frames: self.cfg.frames,
+            next_frame_psnr: mean(&per_frame(&self.next_psnr)),
+            next_frame_ssim: mean(&per_frame(&self.next_ssim)),
+            next_frame_psnr_per_frame: per_frame(&self.next_psnr),
+            rollout_psnr: mean(&rollout_psnr),
+            rollout_ssim: mean(&per_frame(&self.rollout_ssim)),
+            random_action_psnr: mean(&random_psnr),
+            random_action_ssim: mean(&per_frame(&self.random_ssim)),
+            delta_psnr: mean(&delta),
+            delta_psnr_per_frame: delta,
+            rollout_psnr_per_frame: rollout_psnr,
+            rollout_ssim_per_frame: per_frame(&self.rollout_ssim),
+            nmi: nmi_g,
+            nmi_arithmetic: nmi_a,
+            nmi_transitions: self.lam_codes.len(),
+        })
+    }
+}
+
+/// The batch's recorded actions of the first `b` clips `[b, S]` when it records exactly one
+/// discrete action per frame; `None` otherwise.
+fn recorded_actions(batch: &Batch, b: usize) -> Option<Vec<i64>> {
+    match &batch.actions {
+        Some(ids) if batch.action_dims == 1 => Some(ids[..b * batch.seq_len].to_vec()),
+        _ => None,
+    }
+}
+
+/// `actions` `[B, S−1, La]` with the transitions into generated frames (rows `C−1..`)
+/// replaced by uniformly random entries of the model's action table (LAM codebook or
+/// recorded-action embeddings); rows of transitions inside the context are kept.
+fn random_actions(genie: &Genie, actions: Tensor<3>, context: usize, seed: u64, batch: u64) -> Tensor<3> {
+    let [b, sm1, la] = actions.dims();
+    let table = genie.action_table(); // [k, la]
+    let k = table.dims()[0];
+    let mut rng = jinn_data::rng::rng_for(seed, "world-eval-random-actions", batch);
+    let g = sm1 + 1 - context;
+    let ids: Vec<i64> = (0..b * g).map(|_| rng.random_range(0..k) as i64).collect();
+    let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [b * g]), &actions.device());
+    let random = table.select(0, ids).reshape([b, g, la]); // [b, g, la]
+    let kept = actions.slice([0..b, 0..context - 1, 0..la]); // [b, c−1, la]
+    Tensor::cat(vec![kept, random], 1) // [b, s−1, la]
+}
+
+/// Add PSNR/SSIM of frames `range` of `b` clips (`[b, s, h, w, c]` u8, truth vs generated)
+/// to the per-frame sums (index `t − range.start`).
+fn score_frames(
+    truth: &[u8],
+    generated: &[u8],
+    shape: FrameShape,
+    [b, s]: [usize; 2],
+    range: std::ops::Range<usize>,
+    psnr_sums: &mut [f64],
+    ssim_sums: &mut [f64],
+) -> Result<()> {
+    let fb = shape.frame_bytes();
+    for bi in 0..b {
+        for t in range.clone() {
+            let at = (bi * s + t) * fb..(bi * s + t + 1) * fb;
+            psnr_sums[t - range.start] += psnr(&truth[at.clone()], &generated[at.clone()], shape)?;
+            ssim_sums[t - range.start] += ssim(&truth[at.clone()], &generated[at], shape)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,152 @@
+use super::*;
+use crate::dynamics::DynamicsKind;
+use crate::genie::tests::{tiny_dynamics, tiny_tokenizer};
+use crate::genie::{ActionConfig, GenieConfig};
+use burn::tensor::Device;
+
+const S: usize = 3; // 1 context + 2 generated frames
+
+fn genie(actions: ActionConfig) -> Genie {
+    let device = Device::flex();
+    device.seed(11);
+    let cfg =
+        GenieConfig { tokenizer: tiny_tokenizer(), actions, dynamics: tiny_dynamics(DynamicsKind::MaskGit) };
+    cfg.init(&device).unwrap()
+}
+
+fn lam_genie() -> Genie {
+    genie(ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: false })
+}
+
+/// `b` clips of `S` 16×16 frames (a moving square) with recorded actions `b·S`.
+fn batch(b: usize, actions: Option<Vec<i64>>) -> Batch {
+    Batch {
+        videos: crate::lam::tests::moving_square(b, S),
+        action_dims: if actions.is_some() { 1 } else { 0 },
+        actions,
+        batch_size: b,
+        seq_len: S,
+        frame_shape: FrameShape::rgb(16, 16),
+        step: 0,
+        origins: Vec::new(),
+    }
+}
+
+/// The `i`-th clip of `batch` alone.
+fn clip(batch: &Batch, i: usize) -> Batch {
+    let fb = batch.frame_shape.frame_bytes() * S;
+    Batch {
+        videos: batch.videos[i * fb..(i + 1) * fb].to_vec(),
+        actions: batch.actions.as_ref().map(|a| a[i * S..(i + 1) * S].to_vec()),
+        batch_size: 1,
+        ..batch.clone()
+    }
+}
+
+fn config() -> WorldEvalConfig {
+    WorldEvalConfig {
+        context: 1,
+        frames: S - 1,
+        sampler: SamplerConfig { maskgit_steps: 3, argmax: true, ..SamplerConfig::default() },
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * a.abs().max(1.0)
+}
+
+#[test]
+fn metrics_are_consistent_and_per_clip() {
+    let genie = lam_genie();
+    let both = batch(2, Some(vec![0, 1, 2, 1, 1, 0]));
+    let mut eval = WorldEval::new(config()).unwrap();
+    eval.add_batch(&genie, &both, 2).unwrap();
+    let m = eval.finish().unwrap();
+    assert_eq!((m.clips, m.rollout_psnr_per_frame.len(), m.nmi_transitions), (2, 2, 4));
+    // The first generated frame comes from the true context either way: same sample.
+    assert!(close(m.next_frame_psnr_per_frame[0], m.rollout_psnr_per_frame[0]), "{m:?}");
+    for (d, (r, x)) in m.delta_psnr_per_frame.iter().zip(m.rollout_psnr_per_frame.iter().zip([0, 1])) {
+        let random = eval.random_psnr[x] / 2.0;
+        assert!(close(*d, r - random), "{d} vs {r} − {random}");
+    }
+    let nmi = m.nmi.unwrap();
+    assert!((0.0..=1.0).contains(&nmi) && (0.0..=1.0).contains(&m.nmi_arithmetic.unwrap()), "{m:?}");
+    for v in [m.next_frame_psnr, m.next_frame_ssim, m.rollout_psnr, m.rollout_ssim, m.random_action_psnr] {
+        assert!(v.is_finite(), "{m:?}");
+    }
+
+    // Argmax sampling: the batch's means are the means of its clips evaluated alone.
+    let mut alone = [0.0f64; 2];
+    for i in 0..2 {
+        let mut e = WorldEval::new(config()).unwrap();
+        e.add_batch(&genie, &clip(&both, i), 1).unwrap();
+        let mi = e.finish().unwrap();
+        alone[0] += mi.rollout_psnr / 2.0;
+        alone[1] += mi.next_frame_ssim / 2.0;
+    }
+    assert!((alone[0] - m.rollout_psnr).abs() < 1e-6, "{alone:?} vs {m:?}");
+    assert!((alone[1] - m.next_frame_ssim).abs() < 1e-6, "{alone:?} vs {m:?}");
+}
+
+#[test]
+fn only_the_first_clips_count_and_actionless_data_has_no_nmi() {
+    let genie = lam_genie();
+    let mut eval = WorldEval::new(config()).unwrap();
+    eval.add_batch(&genie, &batch(2, None), 1).unwrap();
+    let m = eval.finish().unwrap();
+    assert_eq!((m.clips, m.nmi, m.nmi_transitions), (1, None, 0));
+}
+
+#[test]
+fn random_actions_keep_the_context_and_draw_table_rows() {
+    let genie = lam_genie();
+    let device = Device::flex();
+    let (b, s, la) = (2, 5, 8);
+    let actions = Tensor::<3>::ones([b, s - 1, la], &device) * 100.0; // not a table row
+    let random = random_actions(&genie, actions, 3, 0, 0); // context 3: rows 0, 1 kept
+    let random: Vec<f32> = random.try_into_vec_as::<f32>().unwrap();
+    let table: Vec<f32> = genie.action_table().try_into_vec_as::<f32>().unwrap(); // [k, la]
+    for bi in 0..b {
+        for row in 0..s - 1 {
+            let got = &random[(bi * (s - 1) + row) * la..(bi * (s - 1) + row + 1) * la];
+            if row < 2 {
+                assert!(got.iter().all(|&v| v == 100.0), "context transition {row} changed");
+            } else {
+                assert!(table.chunks(la).any(|code| code == got), "row {row} is no table entry");
+            }
+        }
+    }
+}
+
+/// The random actions reach the sampler: its logits change (the untrained model's argmax
+/// tokens, and so the PSNR, may not).
+#[test]
+fn random_actions_change_the_sampled_logits() {
+    let genie = lam_genie();
+    let device = Device::flex();
+    let b = batch(2, None);
+    let videos = frames_to_unit(&b.videos, [2, S, 16, 16, 3], &device);
+    let tokens = genie.tokenizer.encode(videos.clone()).unwrap();
+    let (actions, _) = genie.latent_actions(videos, None).unwrap();
+    let context = tokens.slice([0..2, 0..1, 0..4 * 4]);
+    let cfg = config().sampler;
+    let inferred = sample(&genie.dynamics, context.clone(), actions.clone(), S, &cfg).unwrap();
+    let random = random_actions(&genie, actions, 1, 5, 0);
+    let random = sample(&genie.dynamics, context, random, S, &cfg).unwrap();
+    let worst = inferred.logits.iter().zip(&random.logits).map(|(a, r)| (a - r).abs()).fold(0.0, f32::max);
+    assert!(worst > 1e-4, "logits moved by only {worst}");
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    assert!(WorldEval::new(WorldEvalConfig { context: 0, ..config() }).is_err());
+    let mut eval = WorldEval::new(WorldEvalConfig { frames: 5, ..config() }).unwrap();
+    let err = eval.add_batch(&lam_genie(), &batch(1, None), 1).unwrap_err().to_string();
+    assert!(err.contains("context + frames"), "{err}");
+    let err = WorldEval::new(config()).unwrap().finish().unwrap_err().to_string();
+    assert!(err.contains("no clips"), "{err}");
+    // A recorded-action model on data without actions.
+    let gt = genie(ActionConfig::Gt { num_actions: 3, action_dim: 4 });
+    let err = WorldEval::new(config()).unwrap().add_batch(&gt, &batch(1, None), 1).unwrap_err().to_string();
+    assert!(err.contains("actions"), "{err}");
+}

@@ -1,0 +1,167 @@
+//! `jinn eval world`: next-frame and rollout quality, controllability (ΔPSNR) and LAM /
+//! true-action agreement (NMI) of a trained world model on a split (metrics in
+//! `jinn_world::world_eval`).
+
+use crate::device::DeviceSpec;
+use anyhow::{bail, Context};
+use jinn_data::atomic_file::write_atomically;
+use jinn_data::dataset::Dataset;
+use jinn_data::loader::{Loader, LoaderConfig};
+use jinn_world::{load_genie, SamplerConfig, WorldEval, WorldEvalConfig, WorldMetrics};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Arguments of `jinn eval world`.
+#[derive(clap::Args, Clone)]
+pub struct EvalWorldArgs {
+    /// Dynamics run directory (its newest good checkpoint; tokenizer and LAM come with it).
+    #[arg(long)]
+    pub ckpt: PathBuf,
+    /// Dataset directory holding the split.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Split to evaluate: a subdirectory of `--data`.
+    #[arg(long, default_value = "val")]
+    pub split: String,
+    /// Clips evaluated (windows of context + frames frames, drawn by the seeded loader; one
+    /// per episode while the split has enough episodes).
+    #[arg(long, default_value_t = 16)]
+    pub episodes: usize,
+    /// Clips sampled together.
+    #[arg(long, default_value_t = 4)]
+    pub batch_size: usize,
+    /// Ground-truth context frames.
+    #[arg(long, default_value_t = 1)]
+    pub context: usize,
+    /// Frames generated after the context.
+    #[arg(long, default_value_t = 15)]
+    pub frames: usize,
+    /// MaskGIT refinement steps per frame.
+    #[arg(long, default_value_t = 25)]
+    pub steps: usize,
+    /// Sampling temperature (0 = argmax).
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f64,
+    /// Take the most likely token at every step.
+    #[arg(long)]
+    pub argmax: bool,
+    /// Seed of the clip choice, the sampling and the random actions.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output directory (gets metrics.json).
+    #[arg(long, default_value = "eval-world")]
+    pub out: PathBuf,
+    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
+    #[arg(long, default_value = "cpu")]
+    pub device: DeviceSpec,
+}
+
+/// Run `jinn eval world`: evaluate, write metrics.json, print the table.
+pub fn run(a: EvalWorldArgs) -> anyhow::Result<()> {
+    let m = evaluate_world(&a)?;
+    print_table(&m);
+    println!("metrics written to {}", a.out.join("metrics.json").display());
+    Ok(())
+}
+
+/// Evaluate the world model of `a.ckpt` and write `a.out/metrics.json` (atomically).
+pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
+    if a.episodes == 0 || a.batch_size == 0 {
+        bail!("--episodes and --batch-size must be ≥ 1 (got {} and {})", a.episodes, a.batch_size);
+    }
+    if a.context == 0 || a.frames == 0 {
+        bail!("--context and --frames must be ≥ 1 (got {} and {})", a.context, a.frames);
+    }
+    let device = a.device.device();
+    let (genie, _cfg, step) = load_genie(&a.ckpt, &device)
+        .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
+    let s = a.context + a.frames;
+    let split = a.data.join(&a.split);
+    let dataset = Dataset::open(&split, s, None).with_context(|| {
+        format!("--data {}: opening split '{}' (episodes of ≥ {s} frames)", a.data.display(), a.split)
+    })?;
+    let loader_cfg = LoaderConfig {
+        batch_size: a.batch_size.min(a.episodes),
+        seq_len: s,
+        seed: a.seed,
+        threads: 0,
+        ..Default::default()
+    };
+    let mut loader = Loader::new(Arc::new(dataset), loader_cfg)?;
+    let sampler = SamplerConfig {
+        maskgit_steps: a.steps,
+        temperature: a.temperature,
+        argmax: a.argmax,
+        seed: a.seed,
+        use_cache: true,
+    };
+    let mut eval = WorldEval::new(WorldEvalConfig { context: a.context, frames: a.frames, sampler })?;
+    eprintln!(
+        "evaluating {} at step {step} on {}: {} clips, {} context + {} generated frames",
+        a.ckpt.display(),
+        split.display(),
+        a.episodes,
+        a.context,
+        a.frames
+    );
+    let progress = crate::progress::Progress::new(a.episodes as u64, "clips");
+    let started = Instant::now();
+    while eval.clips() < a.episodes {
+        let batch =
+            loader.next().with_context(|| format!("{}: the loader yielded no clip", split.display()))??;
+        let want = a.episodes - eval.clips();
+        eval.add_batch(&genie, &batch, want)
+            .with_context(|| format!("evaluating clips of {}", split.display()))?;
+        progress.set(eval.clips() as u64, "");
+    }
+    progress.finish();
+    let metrics = eval.finish()?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let json = serde_json::json!({
+        "checkpoint": a.ckpt,
+        "step": step,
+        "data": a.data,
+        "split": a.split,
+        "kind": format!("{:?}", genie.dynamics.kind()),
+        "maskgit_steps": a.steps,
+        "temperature": a.temperature,
+        "argmax": a.argmax,
+        "seed": a.seed,
+        "seconds": started.elapsed().as_secs_f64(),
+        "nmi_normalisation": "geometric: I / sqrt(H(codes) H(actions)); nmi_arithmetic: I / ((H + H) / 2)",
+        "metrics": metrics,
+    });
+    write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    Ok(metrics)
+}
+
+/// Print the metrics as a table, with the demo's quality targets.
+pub fn print_table(m: &WorldMetrics) {
+    let opt = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}"));
+    println!("world model on {} clips ({} context + {} generated frames)", m.clips, m.context, m.frames);
+    println!("  {:<38} {:>9}  target", "metric", "value");
+    let rows = [
+        ("next-frame PSNR (dB, teacher-forced)", format!("{:.2}", m.next_frame_psnr), ""),
+        ("next-frame SSIM", format!("{:.4}", m.next_frame_ssim), ""),
+        ("rollout PSNR (dB, LAM actions)", format!("{:.2}", m.rollout_psnr), "≥ 25"),
+        ("rollout SSIM", format!("{:.4}", m.rollout_ssim), ""),
+        ("rollout PSNR (dB, random actions)", format!("{:.2}", m.random_action_psnr), ""),
+        ("controllability ΔPSNR (dB)", format!("{:.2}", m.delta_psnr), "≥ 1"),
+        ("NMI(LAM codes, true actions), geometric", opt(m.nmi), "≥ 0.5"),
+        ("NMI, arithmetic", opt(m.nmi_arithmetic), ""),
+    ];
+    for (name, value, target) in rows {
+        println!("  {name:<38} {value:>9}  {target}");
+    }
+    println!("  {:>5} {:>12} {:>12} {:>9}", "frame", "rollout PSNR", "rollout SSIM", "ΔPSNR");
+    for i in 0..m.frames {
+        println!(
+            "  {:>5} {:>12.2} {:>12.4} {:>9.2}",
+            m.context + i,
+            m.rollout_psnr_per_frame[i],
+            m.rollout_ssim_per_frame[i],
+            m.delta_psnr_per_frame[i]
+        );
+    }
+}
