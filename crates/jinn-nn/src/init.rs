@@ -7,9 +7,38 @@
 //! it with `device.seed(..)` (derived from the run seed) and touch the parameters in a fixed
 //! order (e.g. one forward pass) on one thread.
 
-use burn::module::{Param, ParamId};
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::{Device, Distribution, Tensor};
+use std::sync::Mutex;
+
+/// Held while a model is built and drawn from the device generator (see [`seeded_init`]).
+static SEEDED_INIT: Mutex<()> = Mutex::new(());
+
+/// Touches every float parameter, so lazy initialisation happens now, in module order.
+pub struct Materialise;
+
+impl ModuleVisitor for Materialise {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let _ = param.val();
+    }
+}
+
+/// Builds a module with `device`'s generator seeded to `seed` and draws every parameter at
+/// once, in module order, under a process-wide lock: the generator is shared by every user of
+/// the backend, so two initialisations running at the same time (tests in parallel, several
+/// models in one process) would otherwise interleave their draws and differ from run to run.
+pub fn seeded_init<M: Module, E>(
+    device: &Device,
+    seed: u64,
+    build: impl FnOnce() -> Result<M, E>,
+) -> Result<M, E> {
+    let _guard = SEEDED_INIT.lock().unwrap_or_else(|p| p.into_inner());
+    device.seed(seed);
+    let model = build()?;
+    model.visit(&mut Materialise);
+    Ok(model)
+}
 
 /// LayerNorm epsilon used by every Jasmine LayerNorm.
 pub const LAYER_NORM_EPS: f64 = 1e-6;

@@ -29,6 +29,7 @@ use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
+use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
@@ -93,8 +94,8 @@ impl LamTask {
 
     /// Build the model from `cfg.model` with its initialisation seeded from the run seed.
     pub fn from_config(cfg: &LamRunConfig, data_dir: &Path, device: Device) -> Result<Self> {
-        device.seed(derive_seed(cfg.train.seed, "init", 0));
-        let model = cfg.model.init(&device).map_err(model_err)?;
+        let seed = derive_seed(cfg.train.seed, "init", 0);
+        let model = seeded_init(&device, seed, || cfg.model.init(&device)).map_err(model_err)?;
         Self::new(cfg, data_dir, model, device)
     }
 

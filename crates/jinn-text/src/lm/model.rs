@@ -70,7 +70,13 @@ impl LmModelConfig {
         if vocab_size == 0 {
             return Err(TrainError::config("vocab_size", "the tokenizer has no tokens"));
         }
-        device.seed(jinn_data::rng::derive_seed(seed, "lm-init", 0));
+        init::seeded_init(device, jinn_data::rng::derive_seed(seed, "lm-init", 0), || {
+            self.build(vocab_size, seed, device)
+        })
+    }
+
+    /// The model with lazy (not yet drawn) parameters.
+    fn build(&self, vocab_size: usize, seed: u64, device: &Device) -> Result<LanguageModel> {
         let w = self.d_model;
         let rotary = Some(self.max_seq);
         let (rsf, standard) = match self.arch {
@@ -92,18 +98,14 @@ impl LmModelConfig {
                 (Vec::new(), blocks)
             }
         };
-        let model = LanguageModel {
+        Ok(LanguageModel {
             embed: EmbeddingConfig::new(vocab_size, w).init(device),
             rsf,
             standard,
             norm: init::layer_norm(w, device),
             head: init::linear(w, vocab_size, device),
             max_seq: self.max_seq,
-        };
-        // Draw every lazy parameter now, in a fixed order (a one-token forward).
-        let probe = Tensor::<2, Int>::zeros([1, 1], device);
-        let _ = model.forward(probe);
-        Ok(model)
+        })
     }
 }
 

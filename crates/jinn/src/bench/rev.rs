@@ -6,7 +6,7 @@
 //! `REV_RESULT` line that the parent parses into the table.
 
 use anyhow::{bail, Context};
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::Module;
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution, Tensor};
@@ -157,14 +157,7 @@ pub(super) fn memory_kb() -> anyhow::Result<(u64, u64)> {
     Ok((field("VmHWM:")?, field("VmRSS:")?))
 }
 
-/// Touches every parameter so lazy initialisation happens before the base measurement.
-pub(super) struct Materialise;
-
-impl ModuleVisitor for Materialise {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let _ = param.val();
-    }
-}
+pub(super) use jinn_nn::init::Materialise;
 
 fn run_one(a: &RevBenchArgs, depth: usize, mode: &str) -> anyhow::Result<Measured> {
     let memfree = match mode {

@@ -57,11 +57,14 @@ pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
         _ => ActionSource::CoTrain(cfg.lam.clone()),
     };
     let device = r.device.device().autodiff();
-    device.seed(derive_seed(cfg.train.seed, "init", 0));
-    let (genie, genie_cfg) =
-        assemble_genie(&a.tokenizer, source, &cfg.model, &device).with_context(|| {
-            format!("assembling the world model from tokenizer run {}", a.tokenizer.display())
-        })?;
+    let mut genie_cfg = None;
+    let genie = jinn_nn::init::seeded_init(&device, derive_seed(cfg.train.seed, "init", 0), || {
+        let (genie, assembled) = assemble_genie(&a.tokenizer, source, &cfg.model, &device)?;
+        genie_cfg = Some(assembled);
+        Ok::<_, jinn_train::TrainError>(genie)
+    })
+    .with_context(|| format!("assembling the world model from tokenizer run {}", a.tokenizer.display()))?;
+    let genie_cfg = genie_cfg.expect("set by a successful assembly");
     let run_cfg = GenieRunConfig { model: genie_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
     let mut task = DynamicsTask::new(&run_cfg, &r.data, genie)
         .with_context(|| format!("setting up dynamics training on {}", r.data.display()))?;
