@@ -4,11 +4,13 @@ use crate::args::parse_frame_shape;
 use anyhow::{bail, Context};
 use jinn_data::FrameShape;
 mod genie_world;
+mod lm_text;
 
 pub use genie_world::GenieWorld;
 use jinn_serve::fake::FakeWorld;
-use jinn_serve::{bind_warning, Limits, ServeConfig, Server, WorldModel};
+use jinn_serve::{bind_warning, Limits, Models, ServeConfig, Server, TextModel, WorldModel};
 use jinn_world::SamplerConfig;
+pub use lm_text::LmText;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,8 +20,18 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct PlayArgs {
     /// Run directory of a trained world model.
-    #[arg(long, required_unless_present = "fake")]
+    #[arg(long, required_unless_present_any = ["fake", "lm"])]
     pub ckpt: Option<PathBuf>,
+    /// Run directory of a trained language model (`jinn lm train`), served at
+    /// `POST /v1/lm/generate`; alone or beside a world model.
+    #[arg(long)]
+    pub lm: Option<PathBuf>,
+    /// Longest generation prompt, bytes.
+    #[arg(long, default_value_t = 16 << 10)]
+    pub max_prompt_bytes: usize,
+    /// Most tokens one generation request may ask for.
+    #[arg(long, default_value_t = 2048)]
+    pub max_new_tokens: usize,
     /// Port to listen on (0: any free port).
     #[arg(long, default_value_t = 8123)]
     pub port: u16,
@@ -67,15 +79,24 @@ pub fn run(a: PlayArgs) -> anyhow::Result<()> {
     if a.max_sessions == 0 {
         bail!("--max-sessions must be at least 1");
     }
-    let model: Arc<dyn WorldModel> = match &a.ckpt {
-        _ if a.fake => Arc::new(FakeWorld::new(a.fake_size, Duration::ZERO)),
-        Some(run) => load_model(run, &a)?,
-        None => bail!("give --ckpt RUN (or --fake)"),
+    let world: Option<Arc<dyn WorldModel>> = match &a.ckpt {
+        _ if a.fake => Some(Arc::new(FakeWorld::new(a.fake_size, Duration::ZERO))),
+        Some(run) => Some(load_model(run, &a)?),
+        None => None,
     };
+    let text: Option<Arc<dyn TextModel>> = match &a.lm {
+        Some(run) => Some(Arc::new(LmText::load(run)?)),
+        None => None,
+    };
+    if world.is_none() && text.is_none() {
+        bail!("give --ckpt RUN, --lm RUN or --fake");
+    }
     let limits = Limits {
         max_sessions: a.max_sessions,
         idle_timeout: Duration::from_secs_f64(a.idle_timeout_s),
         max_body_bytes: a.max_body_bytes,
+        max_prompt_bytes: a.max_prompt_bytes,
+        max_new_tokens: a.max_new_tokens,
         ..Limits::default()
     };
     let config = ServeConfig { bind: SocketAddr::new(a.bind, a.port), limits };
@@ -84,13 +105,18 @@ pub fn run(a: PlayArgs) -> anyhow::Result<()> {
     }
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async {
-        let name = model.info().name.clone();
-        let server = Server::start(model, config.clone())
+        let names: Vec<String> = world
+            .iter()
+            .map(|m| format!("world model \"{}\"", m.info().name))
+            .chain(text.iter().map(|m| format!("text model \"{}\" (POST /v1/lm/generate)", m.info().name)))
+            .collect();
+        let has_world = world.is_some();
+        let server = Server::start_models(Models { world, text }, config.clone())
             .await
             .with_context(|| format!("listening on {} (--bind/--port)", config.bind))?;
         let url = server.url();
-        println!("jinn play: serving model \"{name}\" at {url} (Ctrl-C to stop)");
-        if !a.no_browser {
+        println!("jinn play: serving {} at {url} (Ctrl-C to stop)", names.join(" and "));
+        if has_world && !a.no_browser {
             open_browser(&url);
         }
         server

@@ -90,4 +90,43 @@ fn lm_train_resume_eval_generate_and_bad_prompts() {
     assert!(!o.status.success() && text(&o).contains("max_seq"), "{}", text(&o));
     let o = jinn(&["lm", "eval", "--ckpt", dir.path().to_str().unwrap()]);
     assert!(!o.status.success() && text(&o).contains("no valid checkpoint"), "{}", text(&o));
+
+    let served = String::from_utf8_lossy(&o2.stdout).trim_end_matches('\n').to_string();
+    serves_the_same_text(&run, served.strip_prefix("Thunder. ").unwrap());
+}
+
+/// `jinn play --lm RUN` serves the model at /v1/lm/generate: same seed, same text as the CLI.
+fn serves_the_same_text(run: &Path, expected: &str) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jinn"))
+        .args(["play", "--lm", run.to_str().unwrap(), "--no-browser", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start jinn play --lm");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let base = line.split_whitespace().find(|w| w.starts_with("http://")).map(|u| u.trim_end_matches('/'));
+    let result = std::panic::catch_unwind(|| {
+        let base = base.unwrap_or_else(|| panic!("no URL in: {line}"));
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let post = |body: &str| {
+            let mut r = agent.post(format!("{base}/v1/lm/generate")).send(body.to_string()).unwrap();
+            let json: serde_json::Value =
+                serde_json::from_slice(&r.body_mut().read_to_vec().unwrap()).unwrap();
+            (r.status().as_u16(), json)
+        };
+        let (status, reply) =
+            post(r#"{"prompt": "Thunder. ", "max_tokens": 10, "seed": 1, "stream": false}"#);
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!((reply["text"].as_str(), reply["tokens"].as_u64()), (Some(expected), Some(10)));
+        let (status, reply) = post(&format!(r#"{{"prompt": "{}"}}"#, "x".repeat(40)));
+        assert_eq!(status, 400, "{reply}");
+        assert!(reply["error"].as_str().unwrap().contains("context holds 32"), "{reply}");
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
 }

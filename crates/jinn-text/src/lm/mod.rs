@@ -8,6 +8,7 @@ pub mod error;
 pub mod model;
 pub mod task;
 pub mod text_tokenizer;
+pub mod utf8_stream;
 
 #[cfg(test)]
 mod tests;
@@ -19,3 +20,4 @@ pub use error::LmError;
 pub use model::{LanguageModel, StandardBlock};
 pub use task::{bits_per_byte, stream_loss, LmDataConfig, LmRunConfig, LmTask, TrainedLm, LM_KIND};
 pub use text_tokenizer::{TextTokenizer, TokenizerSpec};
+pub use utf8_stream::Utf8Stream;

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use burn::tensor::Device;
-use jinn_text::lm::{generate, Sampling, TrainedLm};
+use jinn_text::lm::{generate, Sampling, TrainedLm, Utf8Stream};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -41,32 +41,27 @@ pub fn run(a: LmGenerateArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     write!(out, "{}", a.prompt)?;
     // Bytes of a multi-byte character may arrive in separate tokens: print whole characters.
-    let mut pending: Vec<u8> = Vec::new();
+    let mut text = Utf8Stream::default();
     let mut failure: Option<anyhow::Error> = None;
     let t = Instant::now();
     let tokens = generate(&trained.model, &prompt, a.max_tokens, sampling, &mut rng, |id| {
         match trained.tokenizer.decode_bytes(&[id]) {
-            Ok(bytes) => pending.extend(bytes),
+            Ok(bytes) => {
+                let _ = write!(out, "{}", text.push(&bytes));
+                let _ = out.flush();
+                true
+            }
             Err(e) => {
                 failure = Some(e.into());
-                return false;
+                false
             }
         }
-        let valid = match std::str::from_utf8(&pending) {
-            Ok(s) => s.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(), // an incomplete character: wait
-            Err(_) => pending.len(),                              // invalid bytes: print lossily
-        };
-        let _ = write!(out, "{}", String::from_utf8_lossy(&pending[..valid]));
-        let _ = out.flush();
-        pending.drain(..valid);
-        true
     })
     .map_err(|e| anyhow::anyhow!("--prompt / --max-tokens / --temperature: {e}"))?;
     if let Some(e) = failure {
         return Err(e);
     }
-    writeln!(out, "{}", String::from_utf8_lossy(&pending))?;
+    writeln!(out, "{}", text.finish())?;
     let secs = t.elapsed().as_secs_f64();
     eprintln!(
         "{} tokens in {secs:.2} s ({:.1} tokens/s)",
