@@ -88,7 +88,7 @@ pub struct OptimConfig {
     /// SFD: power iterations per step for each controlled matrix.
     pub power_iterations: usize,
     /// SFD: power iterations at a controlled matrix's first step (from the seeded start
-    /// vector), and the most in any step.
+    /// vector); with a tolerance, a step runs at most ten times this many.
     pub power_init_iterations: usize,
     /// SFD: after `power_iterations`, keep iterating while the estimated norm still grows by
     /// more than this (relative); 0 = exactly `power_iterations` per step.
@@ -108,7 +108,7 @@ impl Default for OptimConfig {
             spectral_bound: 4.0,
             power_iterations: 1,
             power_init_iterations: 50,
-            power_tolerance: 1e-6,
+            power_tolerance: 1e-7,
             power_seed: 0,
         }
     }

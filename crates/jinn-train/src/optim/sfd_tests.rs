@@ -30,6 +30,7 @@ const LOG_SCALE_BOUND: f64 = 0.5;
 
 impl Net {
     fn new(device: &Device) -> Net {
+        device.seed(42);
         let cfg = FfnCouplingConfig::new(WIDTH, 12).with_bound(LOG_SCALE_BOUND);
         let mut net = Net {
             stem: jinn_nn::init::linear(WIDTH, WIDTH, device),
