@@ -87,6 +87,7 @@ impl Default for GraphRunConfig {
                     beta_2: 0.999,
                     epsilon: 1e-8,
                     weight_decay: 0.0,
+                    ..jinn_train::optim::OptimConfig::default()
                 },
                 clip_norm: None,
                 log_every: 50,
