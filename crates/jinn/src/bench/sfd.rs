@@ -45,16 +45,16 @@ pub struct SfdBenchArgs {
     #[arg(long, default_value_t = 300)]
     pub steps: u64,
     /// Learning rate (constant, the same for both optimisers).
-    #[arg(long, default_value_t = 1e-2)]
+    #[arg(long, default_value_t = 3e-2)]
     pub lr: f64,
     /// SFD spectral bound (`train.optim.spectral_bound`).
     #[arg(long, default_value_t = OptimConfig::default().spectral_bound)]
     pub bound: f64,
     /// Measure the reconstruction error every N steps (and at step 0 and the end).
-    #[arg(long, default_value_t = 25)]
+    #[arg(long, default_value_t = 50)]
     pub every: u64,
     /// Validation batches for the final loss.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 8)]
     pub val_batches: usize,
     /// Seed of the initialisation and the batch draws (the same for both optimisers).
     #[arg(long, default_value_t = 0)]
