@@ -87,6 +87,7 @@ impl Default for GraphRunConfig {
                     beta_2: 0.999,
                     epsilon: 1e-8,
                     weight_decay: 0.0,
+                    ..jinn_train::optim::OptimConfig::default()
                 },
                 clip_norm: None,
                 log_every: 50,
@@ -141,9 +142,10 @@ impl GraphTask {
         cfg.validate()?;
         let model =
             cfg.model.init(graph.num_entities(), 2 * graph.num_relations(), cfg.train.seed, device)?;
+        let optim = cfg.train.optim.init_for(&model)?;
         Ok(GraphTask {
             model,
-            optim: cfg.train.optim.init()?,
+            optim,
             cfg: cfg.clone(),
             edges: with_reciprocals(&graph.train, graph.num_relations()),
             filter: FilterIndex::for_graph(&graph),
@@ -247,7 +249,7 @@ impl TrainTask for GraphTask {
             ));
         }
         self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         Ok(())
     }
 }

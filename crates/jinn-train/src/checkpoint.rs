@@ -21,7 +21,7 @@
 use crate::error::{Result, TrainError};
 use crate::metrics_log::MetricRecord;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
-use burn::optim::ModuleOptimizer;
+use burn::optim::{ModuleOptimizer, OptimizerRecord};
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use burn::tensor::{Bytes, Tensor};
 use jinn_data::loader::LoaderPosition;
@@ -409,13 +409,27 @@ impl Checkpoint {
     }
 
     /// Load the optimiser state into `optim` (a fresh optimiser of the same config). Call
-    /// after [`Checkpoint::load_model`] so parameter ids match.
+    /// after [`Checkpoint::load_model`] so parameter ids match. Burn skips (and would
+    /// silently restart) any state it cannot rebuild, e.g. one written by another
+    /// `train.optim.optimizer`; that is an error here.
     pub fn load_optimizer(&self, optim: ModuleOptimizer) -> Result<ModuleOptimizer> {
         let path = self.dir.join(OPTIMIZER_FILE);
         let bytes = read_verified(&self.dir, &self.manifest, OPTIMIZER_FILE)?;
-        optim
-            .from_bytes(Bytes::from_bytes_vec(bytes))
-            .map_err(|e| TrainError::checkpoint(&path, e.to_string()))
+        let record = OptimizerRecord::from_bytes(Bytes::from_bytes_vec(bytes))
+            .map_err(|e| TrainError::checkpoint(&path, e.to_string()))?;
+        let saved = record.len();
+        let optim = optim.load_record(record);
+        let restored = optim.to_record().len();
+        if restored != saved {
+            return Err(TrainError::checkpoint(
+                &path,
+                format!(
+                    "restored {restored} of {saved} optimizer state tensors: the checkpoint was \
+                     written by another optimizer (train.optim.optimizer) or model"
+                ),
+            ));
+        }
+        Ok(optim)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Shared training machinery for every jinn model, on Burn 0.22: learning-rate schedules,
-//! AdamW with global-norm gradient clipping, atomic step checkpoints with retention, run
+//! AdamW and SFD (AdamW with spectral control of reversible couplings) with global-norm
+//! gradient clipping, atomic step checkpoints with retention, run
 //! logs (JSON lines and TensorBoard event files) and TOML configs with `--set` overrides.
 //!
 //! Nothing here knows about a particular model: models plug in through generic

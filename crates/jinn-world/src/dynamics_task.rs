@@ -99,9 +99,10 @@ impl DynamicsTask {
             }
         }
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let optim = cfg.train.optim.init_for(&model)?;
         Ok(DynamicsTask {
             model,
-            optim: cfg.train.optim.init()?,
+            optim,
             cfg: cfg.clone(),
             train_data,
             val_data,
@@ -304,7 +305,7 @@ impl TrainTask for DynamicsTask {
 
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         Ok(())
     }

@@ -80,10 +80,11 @@ impl LamTask {
         let (train_data, val_data) =
             open_splits(data_dir, &cfg.train, &cfg.data, want, "model.height/width/channels")?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let optim = cfg.train.optim.init_for(&model)?;
         Ok(LamTask {
             device,
             model,
-            optim: cfg.train.optim.init()?,
+            optim,
             tracker: DeadCodeTracker::new(m.num_codes, m.reset_threshold),
             cfg: cfg.clone(),
             train_data,
@@ -245,7 +246,7 @@ impl TrainTask for LamTask {
 
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)?;
         Ok(())

@@ -115,10 +115,11 @@ impl TokenizerTask {
         let (train_data, val_data) =
             open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model), FRAME_FIELD)?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let optim = cfg.train.optim.init_for(&model)?;
         Ok(TokenizerTask {
             device,
             model,
-            optim: cfg.train.optim.init()?,
+            optim,
             tracker: (cfg.model.reset_threshold > 0)
                 .then(|| DeadCodeTracker::new(cfg.model.num_codes, cfg.model.reset_threshold)),
             cfg: cfg.clone(),
@@ -235,7 +236,7 @@ impl TrainTask for TokenizerTask {
 
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         if let Some(tracker) = &mut self.tracker {
             restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, tracker)?;

@@ -7,6 +7,7 @@ mod lm;
 mod rev;
 mod sample;
 mod serve;
+mod sfd;
 mod text;
 mod train;
 
@@ -36,6 +37,9 @@ pub enum BenchCommand {
     /// Step latency (p50/p95) and frames/s through the HTTP API vs. calling the model directly,
     /// with the fake model.
     Serve(serve::ServeBenchArgs),
+    /// Reconstruction error and validation loss of a depth-64 reversible byte LM trained with
+    /// AdamW vs SFD at the same learning rate (memory-free backprop).
+    Sfd(sfd::SfdBenchArgs),
     /// World-model rollout frames/s: causal and MaskGIT sampling with vs without KV caches.
     Sample(sample::SampleBenchArgs),
 }
@@ -51,5 +55,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Rev(a) => rev::run(a),
         BenchCommand::Serve(a) => serve::run(a),
         BenchCommand::Sample(a) => sample::run(a),
+        BenchCommand::Sfd(a) => sfd::run(a),
     }
 }

@@ -1,4 +1,5 @@
-//! AdamW with explicit hyperparameters and optional global-norm gradient clipping.
+//! Optimisers — AdamW, and SFD (AdamW plus spectral control of reversible couplings,
+//! [`sfd`]) — with explicit hyperparameters, and global-norm gradient clipping.
 //!
 //! **Parity with Jasmine (optax).** `optax.adamw` is `scale_by_adam` → `add_decayed_weights`
 //! → `scale_by_learning_rate`, i.e. per parameter, at update count `t` (1-based):
@@ -17,16 +18,62 @@
 //! gradient element. [`clip_global_norm`] does that over a [`GradientsParams`]. Jasmine
 //! itself does not clip (`clip_norm = None` reproduces it).
 
+pub mod sfd;
+pub mod spectral;
+
 use crate::error::{Result, TrainError};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sfd::{sfd_optimizer, SpectralControl};
 
-/// AdamW hyperparameters (the `train.optim` config section); defaults are Jasmine's.
+/// Which optimiser a run uses (`train.optim.optimizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OptimizerKind {
+    /// `"adamw"`: Burn's AdamW.
+    #[default]
+    AdamW,
+    /// `"sfd"`: AdamW plus spectral control of reversible couplings ([`sfd`]).
+    Sfd,
+}
+
+impl OptimizerKind {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::AdamW => "adamw",
+            OptimizerKind::Sfd => "sfd",
+        }
+    }
+}
+
+impl Serialize for OptimizerKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for OptimizerKind {
+    /// Accepts `"adamw"` or `"sfd"`; anything else is an error naming the field.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match name.as_str() {
+            "adamw" => Ok(OptimizerKind::AdamW),
+            "sfd" => Ok(OptimizerKind::Sfd),
+            other => Err(serde::de::Error::custom(format!(
+                "train.optim.optimizer: unknown optimizer `{other}`, expected \"adamw\" or \"sfd\""
+            ))),
+        }
+    }
+}
+
+/// Optimiser settings (the `train.optim` config section); AdamW defaults are Jasmine's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OptimConfig {
+    /// `"adamw"` (default) or `"sfd"`.
+    pub optimizer: OptimizerKind,
     /// First-moment decay (Jasmine 0.9).
     pub beta_1: f32,
     /// Second-moment decay (Jasmine **0.9**, not the usual 0.999).
@@ -35,11 +82,35 @@ pub struct OptimConfig {
     pub epsilon: f32,
     /// Decoupled weight decay, multiplied by the LR (Jasmine 1e-4, on every parameter).
     pub weight_decay: f32,
+    /// SFD: largest spectral norm allowed for each matrix inside a reversible coupling's
+    /// sub-networks.
+    pub spectral_bound: f64,
+    /// SFD: power iterations per step for each controlled matrix.
+    pub power_iterations: usize,
+    /// SFD: power iterations at a controlled matrix's first step (from the seeded start
+    /// vector); with a tolerance, a step runs at most ten times this many.
+    pub power_init_iterations: usize,
+    /// SFD: after `power_iterations`, keep iterating while the estimated norm still grows by
+    /// more than this (relative); 0 = exactly `power_iterations` per step.
+    pub power_tolerance: f64,
+    /// SFD: seed of the power iterations' start vectors.
+    pub power_seed: u64,
 }
 
 impl Default for OptimConfig {
     fn default() -> Self {
-        OptimConfig { beta_1: 0.9, beta_2: 0.9, epsilon: 1e-8, weight_decay: 1e-4 }
+        OptimConfig {
+            optimizer: OptimizerKind::AdamW,
+            beta_1: 0.9,
+            beta_2: 0.9,
+            epsilon: 1e-8,
+            weight_decay: 1e-4,
+            spectral_bound: 4.0,
+            power_iterations: 1,
+            power_init_iterations: 50,
+            power_tolerance: 1e-7,
+            power_seed: 0,
+        }
     }
 }
 
@@ -66,19 +137,71 @@ impl OptimConfig {
                 format!("must be ≥ 0, got {}", self.weight_decay),
             ));
         }
+        let b = self.spectral_bound;
+        if !(b.is_finite() && b > 0.0) {
+            return Err(TrainError::config(
+                "train.optim.spectral_bound",
+                format!("must be > 0 and finite, got {b}"),
+            ));
+        }
+        if !(self.power_tolerance.is_finite() && self.power_tolerance >= 0.0) {
+            return Err(TrainError::config(
+                "train.optim.power_tolerance",
+                format!("must be ≥ 0, got {}", self.power_tolerance),
+            ));
+        }
+        if self.power_iterations == 0 || self.power_init_iterations == 0 {
+            let field = if self.power_iterations == 0 { "power_iterations" } else { "power_init_iterations" };
+            return Err(TrainError::config(format!("train.optim.{field}"), "must be ≥ 1"));
+        }
         Ok(())
     }
 
-    /// The Burn AdamW optimiser with exactly these hyperparameters (no Burn-side clipping:
-    /// use [`clip_global_norm`] before `step`).
-    pub fn init(&self) -> Result<ModuleOptimizer> {
-        self.validate()?;
-        Ok(AdamWConfig::new()
+    /// Burn's AdamW config with exactly these hyperparameters.
+    fn adamw(&self) -> AdamWConfig {
+        AdamWConfig::new()
             .with_beta_1(self.beta_1)
             .with_beta_2(self.beta_2)
             .with_epsilon(self.epsilon)
             .with_weight_decay(self.weight_decay)
-            .init())
+    }
+
+    /// The spectral control SFD applies.
+    pub fn spectral_control(&self) -> SpectralControl {
+        SpectralControl {
+            bound: self.spectral_bound,
+            iterations: self.power_iterations,
+            init_iterations: self.power_init_iterations,
+            tolerance: self.power_tolerance,
+            seed: self.power_seed,
+        }
+    }
+
+    /// The Burn AdamW optimiser with exactly these hyperparameters (no Burn-side clipping:
+    /// use [`clip_global_norm`] before `step`). SFD needs to know the model: with
+    /// `optimizer = "sfd"` this is an error; use [`OptimConfig::init_for`].
+    pub fn init(&self) -> Result<ModuleOptimizer> {
+        self.validate()?;
+        match self.optimizer {
+            OptimizerKind::AdamW => Ok(self.adamw().init()),
+            OptimizerKind::Sfd => Err(TrainError::config(
+                "train.optim.optimizer",
+                "\"sfd\" needs the model to find its coupling weights (this caller uses \
+                 OptimConfig::init; it must use OptimConfig::init_for)",
+            )),
+        }
+    }
+
+    /// The configured optimiser for `model` (no Burn-side clipping: use [`clip_global_norm`]
+    /// before `step`). AdamW ignores the model; SFD controls the matrices inside `model`'s
+    /// reversible couplings ([`spectral::coupling_weight_paths`]), matched by module path, so
+    /// the model may be the freshly built one or the one loaded from a checkpoint.
+    pub fn init_for<M: Module>(&self, model: &M) -> Result<ModuleOptimizer> {
+        self.validate()?;
+        Ok(match self.optimizer {
+            OptimizerKind::AdamW => self.adamw().init(),
+            OptimizerKind::Sfd => sfd_optimizer(model, self.adamw().build(), Some(self.spectral_control())),
+        })
     }
 }
 
@@ -133,6 +256,9 @@ pub fn clip_global_norm<M: Module>(module: &M, grads: &mut GradientsParams, max_
     }
     norm
 }
+
+#[cfg(test)]
+mod sfd_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,251 @@
+//! `jinn bench sfd`: a deep reversible causal stack (RSF) trained as a byte-level language
+//! model on Shakespeare with AdamW and with SFD at the same learning rate, both through
+//! memory-free backprop. Reports the relative reconstruction error
+//! `‖inverse(forward(x)) − x‖ / ‖x‖` of the stack over training and the final validation loss.
+//!
+//! The model is deliberately minimal (byte embedding → reversible stack → LayerNorm → head)
+//! and lives here; it should switch to jinn-text's RSF language model once that is merged.
+
+use anyhow::{bail, Context};
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, Linear};
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use jinn_nn::reversible::{
+    accumulate, backprop_into, forward_standard, Engine, Mode, MonitorConfig, ReversibleBlock,
+    ReversibleCausalBlock, ReversibleCausalConfig,
+};
+use jinn_train::optim::{OptimConfig, OptimizerKind};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `jinn bench sfd`.
+#[derive(clap::Args)]
+pub struct SfdBenchArgs {
+    /// Text file to model byte by byte (the last 10% is the validation split).
+    #[arg(long, default_value = "data/text/shakespeare/comedy_of_errours_gut_f.txt")]
+    pub data: PathBuf,
+    /// Reversible blocks.
+    #[arg(long, default_value_t = 64)]
+    pub depth: usize,
+    /// Model width M (each coupling half is M/2).
+    #[arg(long, default_value_t = 32)]
+    pub width: usize,
+    /// Attention heads per half.
+    #[arg(long, default_value_t = 2)]
+    pub heads: usize,
+    /// Sequence length in bytes.
+    #[arg(long, default_value_t = 32)]
+    pub seq: usize,
+    /// Sequences per batch.
+    #[arg(long, default_value_t = 8)]
+    pub batch: usize,
+    /// Training steps per optimiser.
+    #[arg(long, default_value_t = 300)]
+    pub steps: u64,
+    /// Learning rate (constant, the same for both optimisers).
+    #[arg(long, default_value_t = 3e-2)]
+    pub lr: f64,
+    /// SFD spectral bound (`train.optim.spectral_bound`).
+    #[arg(long, default_value_t = OptimConfig::default().spectral_bound)]
+    pub bound: f64,
+    /// Measure the reconstruction error every N steps (and at step 0 and the end).
+    #[arg(long, default_value_t = 50)]
+    pub every: u64,
+    /// Validation batches for the final loss.
+    #[arg(long, default_value_t = 8)]
+    pub val_batches: usize,
+    /// Seed of the initialisation and the batch draws (the same for both optimisers).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Byte embedding → reversible causal stack → LayerNorm → byte logits.
+#[derive(Module, Debug)]
+struct ByteLm {
+    embed: Embedding,
+    blocks: Vec<ReversibleCausalBlock>,
+    norm: LayerNorm,
+    head: Linear,
+}
+
+/// One optimiser's run.
+struct Outcome {
+    name: &'static str,
+    /// (step, relative reconstruction error) at each measurement.
+    errors: Vec<(u64, f64)>,
+    final_train_loss: f64,
+    val_loss: f64,
+    seconds: f64,
+}
+
+/// Run the benchmark and print the comparison.
+pub fn run(a: SfdBenchArgs) -> anyhow::Result<()> {
+    if a.width < 4 || !a.width.is_multiple_of(2) || !(a.width / 2).is_multiple_of(a.heads.max(1)) {
+        bail!("--width must be even with --heads dividing width/2, got width {} heads {}", a.width, a.heads);
+    }
+    if a.seq < 2 || a.batch == 0 || a.steps == 0 || a.every == 0 {
+        bail!("--seq must be ≥ 2 and --batch, --steps, --every ≥ 1");
+    }
+    let text = std::fs::read(&a.data).with_context(|| format!("reading --data {}", a.data.display()))?;
+    let split = text.len() * 9 / 10;
+    let (train, val) = text.split_at(split);
+    if val.len() <= a.seq + 1 {
+        bail!("--data {}: {} bytes is too short for --seq {}", a.data.display(), text.len(), a.seq);
+    }
+    println!(
+        "byte LM on {} ({} train / {} val bytes): depth-{} reversible causal stack, width {}, \
+         {} heads/half, batch {}×{}, {} steps at lr {}, memory-free backprop",
+        a.data.display(),
+        train.len(),
+        val.len(),
+        a.depth,
+        a.width,
+        a.heads,
+        a.batch,
+        a.seq,
+        a.steps,
+        a.lr
+    );
+    let adamw = OptimConfig::default();
+    let sfd =
+        OptimConfig { optimizer: OptimizerKind::Sfd, spectral_bound: a.bound, ..OptimConfig::default() };
+    let runs = [train_one(&a, "adamw", &adamw, train, val)?, train_one(&a, "sfd", &sfd, train, val)?];
+
+    println!("\nrelative reconstruction error ‖inv(fwd(x)) − x‖/‖x‖ of the stack on a validation batch:");
+    print!("{:>6}", "step");
+    for r in &runs {
+        print!(" {:>12}", r.name);
+    }
+    println!();
+    for (i, (step, _)) in runs[0].errors.iter().enumerate() {
+        print!("{step:>6}");
+        for r in &runs {
+            print!(" {:>12.3e}", r.errors[i].1);
+        }
+        println!();
+    }
+    println!(
+        "\n{:>6} {:>14} {:>14} {:>10} {:>8}",
+        "optim", "max rec. err", "train loss", "val loss", "time s"
+    );
+    for r in &runs {
+        let max_err = r.errors.iter().map(|e| e.1).fold(0.0, f64::max);
+        println!(
+            "{:>6} {:>14.3e} {:>14.4} {:>10.4} {:>8.1}",
+            r.name, max_err, r.final_train_loss, r.val_loss, r.seconds
+        );
+    }
+    let max_sfd = runs[1].errors.iter().map(|e| e.1).fold(0.0, f64::max);
+    let gap = runs[1].val_loss / runs[0].val_loss - 1.0;
+    println!(
+        "target: SFD max reconstruction error < 1e-4: {} ({max_sfd:.2e}); SFD val loss within 2% of \
+         AdamW's: {} ({:+.2}%)",
+        if max_sfd < 1e-4 { "met" } else { "NOT met" },
+        if gap <= 0.02 { "met" } else { "NOT met" },
+        100.0 * gap
+    );
+    Ok(())
+}
+
+/// A batch of `batch` windows of `seq + 1` bytes from `data`, at offsets drawn from
+/// `(seed, step)`: inputs `[batch, seq]` and next-byte targets `[batch, seq]`.
+fn batch(
+    data: &[u8],
+    batch: usize,
+    seq: usize,
+    seed: u64,
+    step: u64,
+    device: &Device,
+) -> (Tensor<2, Int>, Tensor<2, Int>) {
+    let span = data.len() - seq - 1;
+    let mut inputs = Vec::with_capacity(batch * seq);
+    let mut targets = Vec::with_capacity(batch * seq);
+    for b in 0..batch as u64 {
+        let start =
+            (jinn_data::rng::derive_seed(seed, "bench-sfd-batch", step * 1_000 + b) % span as u64) as usize;
+        let window = &data[start..start + seq + 1];
+        inputs.extend(window[..seq].iter().map(|&x| x as i64));
+        targets.extend(window[1..].iter().map(|&x| x as i64));
+    }
+    let t = |v: Vec<i64>| Tensor::<2, Int>::from_data(TensorData::new(v, [batch, seq]), device);
+    (t(inputs), t(targets))
+}
+
+/// Mean next-byte cross-entropy of `logits` `[batch, seq, 256]` against `targets` `[batch, seq]`.
+fn cross_entropy(logits: Tensor<3>, targets: Tensor<2, Int>) -> Tensor<1> {
+    let [b, t, v] = logits.dims();
+    let logp = log_softmax(logits.reshape([b * t, v]), 1); // [b·t, 256]
+    logp.gather(1, targets.reshape([b * t, 1])).mean().neg() // [1]
+}
+
+/// `‖inverse(forward(x)) − x‖ / ‖x‖` through the stack, for the embedded batch `x`.
+fn reconstruction_error(model: &ByteLm, tokens: Tensor<2, Int>) -> f64 {
+    let model = model.valid();
+    let x = model.embed.forward(tokens); // [batch, seq, M]
+    let y = forward_standard(&model.blocks, x.clone());
+    let back = model.blocks.iter().rev().fold(y, |h, block| block.inverse(h));
+    let diff: f64 = (back - x.clone()).square().sum().sqrt().into_scalar();
+    let norm: f64 = x.square().sum().sqrt().into_scalar();
+    diff / norm
+}
+
+fn train_one(
+    a: &SfdBenchArgs,
+    name: &'static str,
+    cfg: &OptimConfig,
+    train: &[u8],
+    val: &[u8],
+) -> anyhow::Result<Outcome> {
+    let device = Device::flex().autodiff();
+    device.seed(a.seed);
+    let mut model = ByteLm {
+        embed: EmbeddingConfig::new(256, a.width).init(&device),
+        blocks: ReversibleCausalConfig::new(a.width, 2 * a.width, a.heads)
+            .with_seed(a.seed)
+            .init_stack(a.depth, &device)?,
+        norm: jinn_nn::init::layer_norm(a.width, &device),
+        head: jinn_nn::init::linear(a.width, 256, &device),
+    };
+    let mut optim: ModuleOptimizer = cfg.init_for(&model)?;
+    // The monitor stays off: the bench measures the error itself, and a fallback to standard
+    // backprop would hide what a wrong reconstruction does to the gradients.
+    let mut engine = Engine::new(Mode::Reconstruct, MonitorConfig { every: 0, threshold: 1e-3 });
+    let plain = device.clone().without_autodiff();
+    let (probe, _) = batch(val, a.batch, a.seq, a.seed, u64::MAX / 2, &plain);
+    let mut errors = vec![(0, reconstruction_error(&model, probe.clone()))];
+    let started = Instant::now();
+    let mut last_loss = f64::NAN;
+    for step in 0..a.steps {
+        let (inputs, targets) = batch(train, a.batch, a.seq, a.seed, step, &device);
+        let h = model.embed.forward(inputs); // [batch, seq, M]
+        let (y, tape) = engine.forward(&model.blocks, h.clone())?;
+        let loss = cross_entropy(model.head.forward(model.norm.forward(y.clone())), targets);
+        last_loss = loss.clone().into_scalar::<f64>();
+        let mut g = loss.backward();
+        let gy = y.grad_remove(&mut g).context("no gradient reached the stack output")?;
+        let mut grads = GradientsParams::from_module(&mut g, &model.head);
+        accumulate(&mut grads, &model.norm, &mut g);
+        let gh = engine.backward(&model.blocks, tape, gy, &mut grads)?;
+        let mut g = backprop_into(h, gh);
+        accumulate(&mut grads, &model.embed, &mut g);
+        model = optim.step(a.lr, model, grads);
+        let done = step + 1;
+        if done % a.every == 0 || done == a.steps {
+            let err = reconstruction_error(&model, probe.clone());
+            errors.push((done, err));
+            eprintln!("{name} step {done}: train loss {last_loss:.4}, reconstruction error {err:.3e}");
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let eval = model.valid();
+    let mut val_loss = 0.0;
+    for i in 0..a.val_batches as u64 {
+        let (inputs, targets) = batch(val, a.batch, a.seq, a.seed, i, &plain);
+        let y = forward_standard(&eval.blocks, eval.embed.forward(inputs));
+        val_loss += cross_entropy(eval.head.forward(eval.norm.forward(y)), targets).into_scalar::<f64>();
+    }
+    val_loss /= a.val_batches.max(1) as f64;
+    Ok(Outcome { name, errors, final_train_loss: last_loss, val_loss, seconds })
+}
