@@ -87,6 +87,7 @@ impl Default for LmRunConfig {
                     beta_2: 0.95,
                     epsilon: 1e-8,
                     weight_decay: 0.01,
+                    ..Default::default()
                 },
                 clip_norm: Some(1.0),
                 log_every: 50,
@@ -164,8 +165,8 @@ impl LmTask {
         }
         let model = cfg.model.init(data.meta.vocab_size, cfg.train.seed, device)?;
         Ok(LmTask {
+            optim: cfg.train.optim.init_for(&model)?,
             model,
-            optim: cfg.train.optim.init()?,
             engine: cfg.model.backprop.engine(cfg.model.arch),
             cfg: cfg.clone(),
             data,
@@ -278,7 +279,7 @@ impl TrainTask for LmTask {
             ));
         }
         self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init()?)?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         Ok(())
     }
 }
