@@ -22,7 +22,7 @@ use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_data::rng::rng_for;
-use jinn_train::checkpoint::{latest_good, snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
@@ -284,24 +284,8 @@ pub struct TrainedGraph {
 impl TrainedGraph {
     /// Load from a run directory (its newest good checkpoint) or one checkpoint directory.
     pub fn load(path: &Path, device: &Device) -> Result<TrainedGraph> {
-        let checkpoint = if path.join(jinn_train::checkpoint::MANIFEST_FILE).exists() {
-            Checkpoint::open(path)?
-        } else {
-            latest_good(path)?.checkpoint.ok_or_else(|| {
-                TrainError::checkpoint(
-                    path,
-                    "holds no valid checkpoint (expected a run directory with step_* dirs)",
-                )
-            })?
-        };
-        if checkpoint.state.model_kind != GRAPH_KIND {
-            return Err(TrainError::checkpoint(
-                &checkpoint.dir,
-                format!("holds a `{}` model, expected `{GRAPH_KIND}`", checkpoint.state.model_kind),
-            ));
-        }
-        let config: GraphRunConfig = serde_json::from_value(checkpoint.state.config.clone())
-            .map_err(|e| TrainError::checkpoint(&checkpoint.dir, format!("unreadable config: {e}")))?;
+        let (checkpoint, config): (_, GraphRunConfig) =
+            jinn_train::checkpoint::open_trained(path, GRAPH_KIND)?;
         let (entities, relations) = stored_vocab(&checkpoint)?;
         let fresh = config.model.init(entities.len(), 2 * relations.len(), 0, device)?;
         let model = checkpoint.load_model(fresh)?;

@@ -2,7 +2,7 @@
 //! reverse order, one character per token, cycling, so a client can check every piece.
 
 use crate::model::ModelError;
-use crate::text::{GenerateParams, GenerateStats, TextModel, TextModelInfo};
+use crate::text::{check_prompt_fits, GenerateParams, GenerateStats, TextModel, TextModelInfo};
 use std::time::Duration;
 
 /// The fake text model: one token per character, context `context` characters.
@@ -37,13 +37,7 @@ impl TextModel for FakeText {
         emit: &mut dyn FnMut(&str) -> bool,
     ) -> Result<GenerateStats, ModelError> {
         let prompt_tokens = params.prompt.chars().count();
-        if prompt_tokens >= self.info.context {
-            return Err(ModelError::BadInput(format!(
-                "the prompt is {prompt_tokens} tokens; this model's context holds {} (prompt and at least one \
-                 generated token)",
-                self.info.context
-            )));
-        }
+        check_prompt_fits(prompt_tokens, self.info.context)?;
         let mut tokens = 0;
         for c in Self::expected(&params.prompt, params.max_tokens).chars() {
             std::thread::sleep(self.token_delay);

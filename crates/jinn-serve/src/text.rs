@@ -56,3 +56,15 @@ pub trait TextModel: Send + Sync {
         emit: &mut dyn FnMut(&str) -> bool,
     ) -> Result<GenerateStats, ModelError>;
 }
+
+/// [`ModelError::BadInput`] unless a prompt of `prompt_tokens` tokens leaves room for at least
+/// one generated token in a context of `context` tokens (an empty prompt is refused too).
+pub fn check_prompt_fits(prompt_tokens: usize, context: usize) -> Result<(), ModelError> {
+    if prompt_tokens == 0 || prompt_tokens >= context {
+        return Err(ModelError::BadInput(format!(
+            "the prompt is {prompt_tokens} tokens; this model's context holds {context} (prompt and at least \
+             one generated token)"
+        )));
+    }
+    Ok(())
+}

@@ -478,6 +478,31 @@ pub fn latest_good(run_dir: &Path) -> Result<LatestGood> {
     Ok(LatestGood { checkpoint: None, skipped })
 }
 
+/// Open a trained run for inference: `path` is a run directory (its newest good checkpoint) or
+/// one checkpoint directory. The checkpoint must hold a model of `kind`; returns it with its
+/// stored run config.
+pub fn open_trained<C: serde::de::DeserializeOwned>(path: &Path, kind: &str) -> Result<(Checkpoint, C)> {
+    let checkpoint = if path.join(MANIFEST_FILE).exists() {
+        Checkpoint::open(path)?
+    } else {
+        latest_good(path)?.checkpoint.ok_or_else(|| {
+            TrainError::checkpoint(
+                path,
+                "holds no valid checkpoint (expected a run directory with step_* dirs)",
+            )
+        })?
+    };
+    if checkpoint.state.model_kind != kind {
+        return Err(TrainError::checkpoint(
+            &checkpoint.dir,
+            format!("holds a `{}` model, expected `{kind}`", checkpoint.state.model_kind),
+        ));
+    }
+    let config = serde_json::from_value(checkpoint.state.config.clone())
+        .map_err(|e| TrainError::checkpoint(&checkpoint.dir, format!("unreadable config: {e}")))?;
+    Ok((checkpoint, config))
+}
+
 /// Retention as a pure function: of `steps`, which to delete so that the `keep_last` newest
 /// and every multiple of `keep_every` (0 = none) remain. Returned ascending.
 pub fn steps_to_delete(steps: &[u64], keep_last: usize, keep_every: u64) -> Vec<u64> {

@@ -17,7 +17,7 @@ use burn::optim::{GradientsAccumulator, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::rng::rng_for;
 use jinn_nn::reversible::Engine;
-use jinn_train::checkpoint::{latest_good, snapshot, Checkpoint, CheckpointData, TrainState, MANIFEST_FILE};
+use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::optim::clip_global_norm;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
@@ -307,24 +307,7 @@ pub struct TrainedLm {
 impl TrainedLm {
     /// Load from a run directory (its newest good checkpoint) or one checkpoint directory.
     pub fn load(path: &Path, device: &Device) -> Result<TrainedLm> {
-        let checkpoint = if path.join(MANIFEST_FILE).exists() {
-            Checkpoint::open(path)?
-        } else {
-            latest_good(path)?.checkpoint.ok_or_else(|| {
-                TrainError::checkpoint(
-                    path,
-                    "holds no valid checkpoint (expected a run directory with step_* dirs)",
-                )
-            })?
-        };
-        if checkpoint.state.model_kind != LM_KIND {
-            return Err(TrainError::checkpoint(
-                &checkpoint.dir,
-                format!("holds a `{}` model, expected `{LM_KIND}`", checkpoint.state.model_kind),
-            ));
-        }
-        let config: LmRunConfig = serde_json::from_value(checkpoint.state.config.clone())
-            .map_err(|e| TrainError::checkpoint(&checkpoint.dir, format!("unreadable config: {e}")))?;
+        let (checkpoint, config): (_, LmRunConfig) = jinn_train::checkpoint::open_trained(path, LM_KIND)?;
         let tokenizer = TextTokenizer::from_spec(&stored_tokenizer(&checkpoint)?)
             .map_err(|e| TrainError::checkpoint(&checkpoint.dir, e.to_string()))?;
         let fresh = config.model.init(tokenizer.vocab_size(), 0, device)?;

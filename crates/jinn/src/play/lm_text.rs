@@ -1,6 +1,7 @@
 //! A trained language model behind the server's [`TextModel`] interface (`jinn play --lm`).
 
 use burn::tensor::Device;
+use jinn_serve::text::check_prompt_fits;
 use jinn_serve::{GenerateParams, GenerateStats, ModelError, TextModel, TextModelInfo};
 use jinn_text::lm::{generate, LmError, Sampling, TrainedLm, Utf8Stream};
 use std::path::Path;
@@ -42,13 +43,7 @@ impl TextModel for LmText {
         let trained = self.trained.lock().unwrap_or_else(|p| p.into_inner());
         let prompt = trained.tokenizer.encode(&params.prompt);
         let context = self.info.context;
-        if prompt.is_empty() || prompt.len() >= context {
-            return Err(ModelError::BadInput(format!(
-                "the prompt is {} tokens; this model's context holds {context} (prompt and at least one \
-                 generated token)",
-                prompt.len()
-            )));
-        }
+        check_prompt_fits(prompt.len(), context)?;
         let max_tokens = params.max_tokens.min(context - prompt.len());
         let sampling = Sampling { temperature: params.temperature as f64, top_k: params.top_k };
         let mut rng = jinn_data::rng::rng_for(params.seed, "lm-generate", 0);
