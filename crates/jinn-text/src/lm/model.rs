@@ -17,8 +17,8 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_nn::init;
 use jinn_nn::reversible::{
-    accumulate, backprop_into, causal_subnets, forward_standard, Block, Engine, Ffn, ReversibleCausalBlock,
-    ReversibleCausalConfig, SelfAttention, SubNet,
+    accumulate, backprop_into, causal_subnets, forward_standard, Block, Engine, Ffn, ReversibleBlock,
+    ReversibleCausalBlock, ReversibleCausalConfig, SelfAttention, SubNet,
 };
 use jinn_train::{Result, TrainError};
 
@@ -159,6 +159,21 @@ impl LanguageModel {
             Arch::Standard => forward_standard(&self.standard, h),
         };
         self.readout(y)
+    }
+
+    /// Relative reconstruction error `‖inverse(forward(x)) − x‖ / ‖x‖` of the reversible stack
+    /// on the embedded `tokens` `[b, s]` (the quantity memory-free backprop relies on); `None`
+    /// for the standard LM.
+    pub fn reconstruction_error(&self, tokens: Tensor<2, Int>) -> Option<f64> {
+        if self.arch() != Arch::Rsf {
+            return None;
+        }
+        let x = self.stem(tokens); // [b, s, 2w]
+        let y = forward_standard(&self.rsf, x.clone());
+        let back = self.rsf.iter().rev().fold(y, |h, block| ReversibleBlock::inverse(block, h));
+        let diff: f64 = (back - x.clone()).square().sum().sqrt().into_scalar();
+        let norm: f64 = x.square().sum().sqrt().into_scalar();
+        Some(diff / norm)
     }
 
     /// Mean next-token loss (nats) of `logits` `[b, s, vocab]` against `targets` `[b, s]`.

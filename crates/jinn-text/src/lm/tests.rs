@@ -163,3 +163,13 @@ fn top_k_sampling_only_draws_the_k_best() {
     assert!(seen[1] > 100 && seen[3] > 100, "{seen:?}");
     assert_eq!(Sampling { temperature: 0.0, top_k: 0 }.sample(&logits, &mut rng), 1);
 }
+
+#[test]
+fn reconstruction_error_is_tiny_for_rsf_and_none_for_standard() {
+    let device = Device::flex();
+    let ids = tokens(&pseudo_text(24, 50), 2, &device);
+    let rsf = tiny(Arch::Rsf).init(50, 0, &device).unwrap();
+    let err = rsf.reconstruction_error(ids.clone()).unwrap();
+    assert!((0.0..1e-5).contains(&err), "f32 round trip through the stack: {err}");
+    assert!(tiny(Arch::Standard).init(50, 0, &device).unwrap().reconstruction_error(ids).is_none());
+}

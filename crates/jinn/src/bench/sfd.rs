@@ -3,19 +3,14 @@
 //! memory-free backprop. Reports the relative reconstruction error
 //! `‖inverse(forward(x)) − x‖ / ‖x‖` of the stack over training and the final validation loss.
 //!
-//! The model is deliberately minimal (byte embedding → reversible stack → LayerNorm → head)
-//! and lives here; it should switch to jinn-text's RSF language model once that is merged.
+//! The model is jinn-text's RSF language model (`jinn lm`), byte-level.
 
 use anyhow::{bail, Context};
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, Linear};
-use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::activation::log_softmax;
+use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use jinn_nn::reversible::{
-    accumulate, backprop_into, forward_standard, Engine, Mode, MonitorConfig, ReversibleBlock,
-    ReversibleCausalBlock, ReversibleCausalConfig,
-};
+use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
+use jinn_text::lm::{Arch, Backprop, LanguageModel, LmModelConfig};
 use jinn_train::optim::{OptimConfig, OptimizerKind};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -29,7 +24,7 @@ pub struct SfdBenchArgs {
     /// Reversible blocks.
     #[arg(long, default_value_t = 64)]
     pub depth: usize,
-    /// Model width M (each coupling half is M/2).
+    /// Width M of the reversible stream (each coupling half, and the embedding, is M/2).
     #[arg(long, default_value_t = 32)]
     pub width: usize,
     /// Attention heads per half.
@@ -59,15 +54,6 @@ pub struct SfdBenchArgs {
     /// Seed of the initialisation and the batch draws (the same for both optimisers).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-}
-
-/// Byte embedding → reversible causal stack → LayerNorm → byte logits.
-#[derive(Module, Debug)]
-struct ByteLm {
-    embed: Embedding,
-    blocks: Vec<ReversibleCausalBlock>,
-    norm: LayerNorm,
-    head: Linear,
 }
 
 /// One optimiser's run.
@@ -173,24 +159,6 @@ fn batch(
     (t(inputs), t(targets))
 }
 
-/// Mean next-byte cross-entropy of `logits` `[batch, seq, 256]` against `targets` `[batch, seq]`.
-fn cross_entropy(logits: Tensor<3>, targets: Tensor<2, Int>) -> Tensor<1> {
-    let [b, t, v] = logits.dims();
-    let logp = log_softmax(logits.reshape([b * t, v]), 1); // [b·t, 256]
-    logp.gather(1, targets.reshape([b * t, 1])).mean().neg() // [1]
-}
-
-/// `‖inverse(forward(x)) − x‖ / ‖x‖` through the stack, for the embedded batch `x`.
-fn reconstruction_error(model: &ByteLm, tokens: Tensor<2, Int>) -> f64 {
-    let model = model.valid();
-    let x = model.embed.forward(tokens); // [batch, seq, M]
-    let y = forward_standard(&model.blocks, x.clone());
-    let back = model.blocks.iter().rev().fold(y, |h, block| block.inverse(h));
-    let diff: f64 = (back - x.clone()).square().sum().sqrt().into_scalar();
-    let norm: f64 = x.square().sum().sqrt().into_scalar();
-    diff / norm
-}
-
 fn train_one(
     a: &SfdBenchArgs,
     name: &'static str,
@@ -199,41 +167,34 @@ fn train_one(
     val: &[u8],
 ) -> anyhow::Result<Outcome> {
     let device = Device::flex().autodiff();
-    device.seed(a.seed);
-    let mut model = ByteLm {
-        embed: EmbeddingConfig::new(256, a.width).init(&device),
-        blocks: ReversibleCausalConfig::new(a.width, 2 * a.width, a.heads)
-            .with_seed(a.seed)
-            .init_stack(a.depth, &device)?,
-        norm: jinn_nn::init::layer_norm(a.width, &device),
-        head: jinn_nn::init::linear(a.width, 256, &device),
+    let lm = LmModelConfig {
+        arch: Arch::Rsf,
+        d_model: a.width / 2,
+        depth: a.depth,
+        num_heads: a.heads,
+        d_ffn: 2 * a.width,
+        max_seq: a.seq,
+        backprop: Backprop::Reconstruct,
     };
+    let mut model = lm.init(256, a.seed, &device)?;
     let mut optim: ModuleOptimizer = cfg.init_for(&model)?;
     // The monitor stays off: the bench measures the error itself, and a fallback to standard
     // backprop would hide what a wrong reconstruction does to the gradients.
     let mut engine = Engine::new(Mode::Reconstruct, MonitorConfig { every: 0, threshold: 1e-3 });
     let plain = device.clone().without_autodiff();
     let (probe, _) = batch(val, a.batch, a.seq, a.seed, u64::MAX / 2, &plain);
-    let mut errors = vec![(0, reconstruction_error(&model, probe.clone()))];
+    let rec_error = |model: &LanguageModel| model.valid().reconstruction_error(probe.clone()).unwrap_or(0.0);
+    let mut errors = vec![(0, rec_error(&model))];
     let started = Instant::now();
     let mut last_loss = f64::NAN;
     for step in 0..a.steps {
         let (inputs, targets) = batch(train, a.batch, a.seq, a.seed, step, &device);
-        let h = model.embed.forward(inputs); // [batch, seq, M]
-        let (y, tape) = engine.forward(&model.blocks, h.clone())?;
-        let loss = cross_entropy(model.head.forward(model.norm.forward(y.clone())), targets);
-        last_loss = loss.clone().into_scalar::<f64>();
-        let mut g = loss.backward();
-        let gy = y.grad_remove(&mut g).context("no gradient reached the stack output")?;
-        let mut grads = GradientsParams::from_module(&mut g, &model.head);
-        accumulate(&mut grads, &model.norm, &mut g);
-        let gh = engine.backward(&model.blocks, tape, gy, &mut grads)?;
-        let mut g = backprop_into(h, gh);
-        accumulate(&mut grads, &model.embed, &mut g);
+        let (loss, grads) = model.forward_backward(inputs, targets, 1.0, Some(&mut engine))?;
+        last_loss = loss;
         model = optim.step(a.lr, model, grads);
         let done = step + 1;
         if done % a.every == 0 || done == a.steps {
-            let err = reconstruction_error(&model, probe.clone());
+            let err = rec_error(&model);
             errors.push((done, err));
             eprintln!("{name} step {done}: train loss {last_loss:.4}, reconstruction error {err:.3e}");
         }
@@ -243,8 +204,7 @@ fn train_one(
     let mut val_loss = 0.0;
     for i in 0..a.val_batches as u64 {
         let (inputs, targets) = batch(val, a.batch, a.seq, a.seed, i, &plain);
-        let y = forward_standard(&eval.blocks, eval.embed.forward(inputs));
-        val_loss += cross_entropy(eval.head.forward(eval.norm.forward(y)), targets).into_scalar::<f64>();
+        val_loss += LanguageModel::loss(eval.forward(inputs), targets).into_scalar::<f64>();
     }
     val_loss /= a.val_batches.max(1) as f64;
     Ok(Outcome { name, errors, final_train_loss: last_loss, val_loss, seconds })
