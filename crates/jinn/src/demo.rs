@@ -8,6 +8,7 @@
 
 use crate::eval::world::{evaluate_world, print_table, EvalWorldArgs};
 use crate::sample::{sample_rollout, SampleArgs};
+use crate::sampler_args::SamplerArgs;
 use crate::train::{self, TrainCommand};
 use anyhow::{bail, Context};
 use clap::Parser;
@@ -112,9 +113,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         context: 1,
         frames: a.frames,
         actions: "lam".into(),
-        steps: 25,
-        temperature: 1.0,
-        argmax: true,
+        sampler: SamplerArgs::demo(),
         seed: 0,
         out: a.out.join("sample"),
     };
@@ -136,9 +135,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             batch_size: 4,
             context: 1,
             frames: a.frames,
-            steps: 25,
-            temperature: 1.0,
-            argmax: true,
+            sampler: SamplerArgs::demo(),
             seed: 0,
             out: a.out.join("eval"),
             device: Default::default(),

@@ -14,6 +14,7 @@ mod play;
 mod plot;
 mod progress;
 mod sample;
+mod sampler_args;
 mod text;
 mod train;
 

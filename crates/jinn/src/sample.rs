@@ -1,6 +1,7 @@
 //! `jinn sample`: roll a trained world model out from real context frames and compare the
 //! rollout with the ground truth (GIF + per-frame PSNR/SSIM in metrics.json).
 
+use crate::sampler_args::SamplerArgs;
 use anyhow::{bail, Context};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::atomic_file::write_atomically;
@@ -9,7 +10,7 @@ use jinn_data::font::draw_text;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::metrics::{psnr, ssim};
-use jinn_world::{frames_to_unit, load_genie, sample, Genie, SamplerConfig};
+use jinn_world::{frames_to_unit, load_genie, sample, Genie};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,15 +39,9 @@ pub struct SampleArgs {
     /// comma-separated.
     #[arg(long, default_value = "lam")]
     pub actions: String,
-    /// MaskGIT refinement steps per frame.
-    #[arg(long, default_value_t = 25)]
-    pub steps: usize,
-    /// Sampling temperature (0 = argmax).
-    #[arg(long, default_value_t = 1.0)]
-    pub temperature: f64,
-    /// Take the most likely token at every step (the reference sample script's default).
-    #[arg(long)]
-    pub argmax: bool,
+    /// Sampler settings.
+    #[command(flatten)]
+    pub sampler: SamplerArgs,
     /// Seed of the clip choice and of the sampling.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -117,13 +112,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
     let tokens = t.encode(videos)?; // [1, s, n]
     let n = tokens.dims()[2];
     let context = tokens.slice([0..1, 0..a.context, 0..n]);
-    let cfg = SamplerConfig {
-        maskgit_steps: a.steps,
-        temperature: a.temperature,
-        argmax: a.argmax,
-        seed: a.seed,
-        use_cache: true,
-    };
+    let cfg = a.sampler.config(a.seed);
     let started = Instant::now();
     let rollout = sample(&genie.dynamics, context, actions, s, &cfg).context("sampling the rollout")?;
     let generated = t.decode(rollout.token_tensor(&device))?; // [1, s, h, w, c]
@@ -175,9 +164,9 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
         "frames": a.frames,
         "actions": a.actions,
         "kind": format!("{:?}", genie.dynamics.kind()),
-        "maskgit_steps": a.steps,
-        "temperature": a.temperature,
-        "argmax": a.argmax,
+        "maskgit_steps": a.sampler.steps,
+        "temperature": a.sampler.temperature,
+        "argmax": a.sampler.argmax,
         "seed": a.seed,
         "mean_psnr": mean_psnr,
         "mean_ssim": mean_ssim,

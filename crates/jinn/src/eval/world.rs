@@ -3,11 +3,12 @@
 //! `jinn_world::world_eval`).
 
 use crate::device::DeviceSpec;
+use crate::sampler_args::SamplerArgs;
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Loader, LoaderConfig};
-use jinn_world::{load_genie, SamplerConfig, WorldEval, WorldEvalConfig, WorldMetrics};
+use jinn_world::{load_genie, WorldEval, WorldEvalConfig, WorldMetrics};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,15 +38,9 @@ pub struct EvalWorldArgs {
     /// Frames generated after the context.
     #[arg(long, default_value_t = 15)]
     pub frames: usize,
-    /// MaskGIT refinement steps per frame.
-    #[arg(long, default_value_t = 25)]
-    pub steps: usize,
-    /// Sampling temperature (0 = argmax).
-    #[arg(long, default_value_t = 1.0)]
-    pub temperature: f64,
-    /// Take the most likely token at every step.
-    #[arg(long)]
-    pub argmax: bool,
+    /// Sampler settings.
+    #[command(flatten)]
+    pub sampler: SamplerArgs,
     /// Seed of the clip choice, the sampling and the random actions.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -89,13 +84,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
         ..Default::default()
     };
     let mut loader = Loader::new(Arc::new(dataset), loader_cfg)?;
-    let sampler = SamplerConfig {
-        maskgit_steps: a.steps,
-        temperature: a.temperature,
-        argmax: a.argmax,
-        seed: a.seed,
-        use_cache: true,
-    };
+    let sampler = a.sampler.config(a.seed);
     let mut eval = WorldEval::new(WorldEvalConfig { context: a.context, frames: a.frames, sampler })?;
     eprintln!(
         "evaluating {} at step {step} on {}: {} clips, {} context + {} generated frames",
@@ -124,9 +113,9 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
         "data": a.data,
         "split": a.split,
         "kind": format!("{:?}", genie.dynamics.kind()),
-        "maskgit_steps": a.steps,
-        "temperature": a.temperature,
-        "argmax": a.argmax,
+        "maskgit_steps": a.sampler.steps,
+        "temperature": a.sampler.temperature,
+        "argmax": a.sampler.argmax,
         "seed": a.seed,
         "seconds": started.elapsed().as_secs_f64(),
         "nmi_normalisation": "geometric: I / sqrt(H(codes) H(actions)); nmi_arithmetic: I / ((H + H) / 2)",
