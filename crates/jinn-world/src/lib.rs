@@ -6,6 +6,8 @@
 pub mod dynamics;
 pub mod dynamics_task;
 pub mod genie;
+#[cfg(test)]
+mod grad_check;
 pub mod lam;
 pub mod lam_task;
 pub mod nmi;

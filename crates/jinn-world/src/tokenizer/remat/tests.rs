@@ -1,5 +1,5 @@
 use super::super::TokenizerConfig;
-use burn::module::{Module, ModuleVisitor, Param};
+use crate::grad_check::assert_grads_close;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution, Tensor};
 use jinn_data::rng::rng_for;
@@ -25,24 +25,6 @@ fn tiny() -> TokenizerConfig {
     }
 }
 
-/// Every parameter's gradient in `a` and `b`, flattened, in visiting order.
-struct Pairs<'a> {
-    a: &'a GradientsParams,
-    b: &'a GradientsParams,
-    out: Vec<(Vec<f32>, Vec<f32>)>,
-}
-
-impl ModuleVisitor for Pairs<'_> {
-    fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
-        let flat = |g: &GradientsParams| {
-            g.get::<D>(p.id)
-                .map(|t| t.try_into_vec_as::<f32>().unwrap())
-                .expect("a gradient for every parameter")
-        };
-        self.out.push((flat(self.a), flat(self.b)));
-    }
-}
-
 #[test]
 fn recomputed_gradients_equal_standard_autodiff() {
     let device = Device::flex().autodiff();
@@ -64,20 +46,7 @@ fn recomputed_gradients_equal_standard_autodiff() {
         (plain - recomputed).abs() <= 1e-6 * plain.abs().max(1.0),
         "same forward: {plain} vs {recomputed}"
     );
-    let mut pairs = Pairs { a: &reference, b: &remat, out: Vec::new() };
-    model.visit(&mut pairs);
-    assert_eq!(pairs.out.len(), reference.len(), "every gradient is a parameter's");
-    assert_eq!(reference.len(), remat.len());
-    let max_abs = |v: &[f32]| v.iter().fold(0f32, |a, x| a.max(x.abs()));
-    let global = pairs.out.iter().map(|(r, _)| max_abs(r)).fold(0f32, f32::max);
-    assert!(global > 0.0, "the loss has gradients");
-    for (i, (r, m)) in pairs.out.iter().enumerate() {
-        // Relative per parameter, with a floor for the ones whose exact gradient is ~0 (the
-        // attention key biases: softmax ignores a shift of every score).
-        let scale = max_abs(r).max(1e-3 * global);
-        let diff = r.iter().zip(m).fold(0f32, |a, (x, y)| a.max((x - y).abs()));
-        assert!(diff <= 1e-5 * scale, "parameter {i}: max diff {diff} vs scale {scale}");
-    }
+    assert_grads_close(&model, &reference, &remat, 1e-5, false, "remat");
 }
 
 #[test]
