@@ -11,10 +11,14 @@
 //! (`state.extra["lam_last_active"]`), so a resumed run resets the same codes.
 //!
 //! Metrics (spec §3.3, on frames `1..T−1`): `loss, mse, q_loss, commitment_loss, psnr, ssim,
-//! codebook_usage`, plus `codes_reset` and `grad_norm` (when clipping) in training.
+//! codebook_usage`, plus `codes_reset` and `grad_norm` (when clipping) in training. Validation
+//! on a dataset that records one discrete action per frame adds `nmi`: the normalised mutual
+//! information (geometric) between the latent codes and the true actions of the same
+//! transitions ([`crate::nmi`]), the number `jinn eval world` reports for a finished model.
 
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
+use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::task_common::{
     loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
     save_dead_code_counters, to_u8, val_loader, videos,
@@ -137,6 +141,17 @@ impl LamTask {
     }
 }
 
+/// Appends the latent code of every transition `t → t+1` of `batch` to `codes` and the action
+/// recorded at frame `t` (the one that caused it) to `truth`, when the batch records exactly
+/// one discrete action per frame.
+fn collect_code_action_pairs(out: &LamOutput, batch: &Batch, codes: &mut Vec<i64>, truth: &mut Vec<i64>) {
+    let Some(actions) = batch.actions.as_ref().filter(|_| batch.action_dims == 1) else {
+        return;
+    };
+    let ids: Vec<i64> = out.indices.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(t−1)]
+    pair_transitions(&ids, actions, batch.batch_size, batch.seq_len, codes, truth);
+}
+
 /// Running sums of per-forward metrics.
 #[derive(Default)]
 struct Sums {
@@ -209,12 +224,20 @@ impl TrainTask for LamTask {
         let model = self.model.valid();
         let device = model.vq.codebook.val().device();
         let mut sums = Sums::default();
+        let (mut codes, mut truth) = (Vec::new(), Vec::new());
         for _ in 0..batches {
             let batch = next_batch(&mut loader)?;
             let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
             self.host_metrics(&out, &batch, &mut sums)?;
+            collect_code_action_pairs(&out, &batch, &mut codes, &mut truth);
         }
-        Ok(sums.into_metrics())
+        let mut metrics = sums.into_metrics();
+        if !codes.is_empty() {
+            let agreement = nmi(&codes, &truth, Normalisation::Geometric)
+                .map_err(|e| TrainError::config("nmi", e.to_string()))?;
+            metrics.insert("nmi".into(), agreement);
+        }
+        Ok(metrics)
     }
 
     /// `images/lam_step_XXXXXX.gif`: frames `1..T−1` of the first validation clip (training

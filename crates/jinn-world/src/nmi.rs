@@ -32,6 +32,25 @@ pub enum NmiError {
     Empty,
 }
 
+/// Pairs each transition's latent code with the action that caused it, appending to `codes` and
+/// `truth`: for `clips` clips of `seq_len` frames, `latent` holds the codes of transitions
+/// `t → t+1` `[clips, seq_len−1]` and `recorded` the action taken at each frame
+/// `[clips ≥ clips, seq_len]` (the one at frame `t` causes transition `t → t+1`).
+pub fn pair_transitions(
+    latent: &[i64],
+    recorded: &[i64],
+    clips: usize,
+    seq_len: usize,
+    codes: &mut Vec<i64>,
+    truth: &mut Vec<i64>,
+) {
+    let t = seq_len;
+    for b in 0..clips {
+        codes.extend_from_slice(&latent[b * (t - 1)..(b + 1) * (t - 1)]);
+        truth.extend_from_slice(&recorded[b * t..b * t + t - 1]);
+    }
+}
+
 /// Normalised mutual information of labelings `a` and `b` (item `i` has labels `a[i]`,
 /// `b[i]`), in `[0, 1]`; invariant to renaming the labels of either side.
 pub fn nmi(a: &[i64], b: &[i64], norm: Normalisation) -> Result<f64, NmiError> {
@@ -79,6 +98,17 @@ pub fn nmi(a: &[i64], b: &[i64], norm: Normalisation) -> Result<f64, NmiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transitions_pair_with_the_action_taken_before_them() {
+        // 2 clips of 3 frames: codes of transitions 0→1, 1→2 per clip; actions per frame.
+        let latent = [10, 11, 20, 21];
+        let recorded = [1, 2, 3, 4, 5, 6];
+        let (mut codes, mut truth) = (vec![7], vec![8]);
+        pair_transitions(&latent, &recorded, 2, 3, &mut codes, &mut truth);
+        assert_eq!(codes, [7, 10, 11, 20, 21]);
+        assert_eq!(truth, [8, 1, 2, 4, 5]);
+    }
 
     /// Naive reference: dense contingency table, `I = H(X) + H(Y) − H(X, Y)` in f64.
     fn naive(a: &[i64], b: &[i64], norm: Normalisation) -> f64 {

@@ -20,7 +20,7 @@
 //! `jinn sample`, and scored with [`jinn_data::metrics`].
 
 use crate::genie::Genie;
-use crate::nmi::{nmi, Normalisation};
+use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::sample::{sample, SamplerConfig};
 use crate::task_common::{model_err, to_u8};
 use crate::tokenizer::frames_to_unit;
@@ -171,10 +171,7 @@ impl WorldEval {
 
         if let (Some(ids), Some(recorded)) = (lam_ids, &recorded) {
             let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
-            for bi in 0..b {
-                self.lam_codes.extend_from_slice(&ids[bi * (s - 1)..(bi + 1) * (s - 1)]);
-                self.true_actions.extend_from_slice(&recorded[bi * s..bi * s + s - 1]);
-            }
+            pair_transitions(&ids, recorded, b, s, &mut self.lam_codes, &mut self.true_actions);
         }
 
         let sampler = SamplerConfig {

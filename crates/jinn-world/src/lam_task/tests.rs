@@ -72,3 +72,37 @@ fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {
     assert!(resets > 0.0, "no dead code was reset");
     assert!(full_dir.join("images/lam_step_000003.gif").is_file());
 }
+
+#[test]
+fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let cfg = run_cfg();
+    let device = Device::flex().autodiff();
+    let mut task = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device).unwrap();
+    let metrics = task.validate(0, 2).unwrap();
+
+    // Independently: the same validation clips, codes from `action_indices`, and a naive loop
+    // pairing the code of transition t → t+1 with the action recorded at frame t.
+    let split = Arc::new(Dataset::open(&data.join("val"), cfg.data.seq_len, None).unwrap());
+    let mut loader = val_loader(&cfg.train, &cfg.data, split).unwrap();
+    let model = task.model().valid();
+    let (mut codes, mut truth) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let batch = next_batch(&mut loader).unwrap();
+        let ids = model.action_indices(videos(&batch, &Device::flex())).unwrap(); // [b, t−1]
+        let ids: Vec<i64> = ids.try_into_vec_as::<i64>().unwrap();
+        let actions = batch.actions.as_ref().expect("generated data records actions");
+        let t = batch.seq_len;
+        for b in 0..batch.batch_size {
+            for step in 0..t - 1 {
+                codes.push(ids[b * (t - 1) + step]);
+                truth.push(actions[b * t + step]);
+            }
+        }
+    }
+    let expected = nmi(&codes, &truth, Normalisation::Geometric).unwrap();
+    assert!((metrics["nmi"] - expected).abs() < 1e-12, "{} vs {expected}", metrics["nmi"]);
+    assert!((0.0..=1.0).contains(&expected));
+}

@@ -35,9 +35,12 @@ pub struct ServeBenchArgs {
     /// Dataset the real model's sessions start from.
     #[arg(long)]
     pub data: Option<std::path::PathBuf>,
-    /// MaskGIT refinement steps per frame for the real model.
-    #[arg(long, default_value_t = 25)]
+    /// MaskGIT refinement steps per frame for the real model (default: `jinn play`'s).
+    #[arg(long, default_value_t = crate::play::PLAY_MASKGIT_STEPS)]
     pub maskgit_steps: usize,
+    /// Frames the real model's dynamics sees per step (default: `jinn play`'s).
+    #[arg(long)]
+    pub window: Option<usize>,
 }
 
 const ROUNDS: usize = 5;
@@ -51,7 +54,7 @@ pub fn run(a: ServeBenchArgs) -> anyhow::Result<()> {
     let model: Arc<dyn WorldModel> = match &a.ckpt {
         Some(run) => {
             let sampler = jinn_world::SamplerConfig { maskgit_steps: a.maskgit_steps, ..Default::default() };
-            Arc::new(crate::play::GenieWorld::load(run, a.data.as_deref(), sampler)?)
+            Arc::new(crate::play::GenieWorld::load(run, a.data.as_deref(), sampler, a.window)?)
         }
         None => Arc::new(FakeWorld::new(a.size, delay)),
     };

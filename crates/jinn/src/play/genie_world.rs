@@ -13,6 +13,10 @@ use jinn_world::{frames_to_unit, load_genie, sample, Genie, SamplerConfig};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// Frames a play step shows the dynamics unless told otherwise: each step re-runs the window's
+/// context and decodes it, so latency grows with it.
+pub const DEFAULT_WINDOW: usize = 4;
+
 /// A loaded world model and what the page needs to know about it.
 pub struct GenieWorld {
     /// The model; Burn modules are used from one thread at a time.
@@ -20,7 +24,7 @@ pub struct GenieWorld {
     info: ModelInfo,
     /// Action vectors `[A, La]`: the LAM's codebook or the recorded-action embeddings.
     action_table: Tensor<2>,
-    /// Frames the dynamics sees at once (its training `seq_len`).
+    /// Frames the dynamics sees at once (at most its training `seq_len`).
     window: usize,
     /// Tokens per frame.
     tokens_per_frame: usize,
@@ -43,12 +47,27 @@ struct Session {
 
 impl GenieWorld {
     /// Load the newest good checkpoint of the dynamics run `run`; `data` is a dataset
-    /// directory (with `train/`, `val/`, … splits) to draw start frames from.
-    pub fn load(run: &Path, data: Option<&Path>, sampler: SamplerConfig) -> anyhow::Result<Self> {
+    /// directory (with `train/`, `val/`, … splits) to draw start frames from. Each step shows
+    /// the dynamics the last `window` frames (default [`DEFAULT_WINDOW`], at most its training
+    /// clip length; temporal attention is causal, so a shorter window is a prefix it was
+    /// trained on).
+    pub fn load(
+        run: &Path,
+        data: Option<&Path>,
+        sampler: SamplerConfig,
+        window: Option<usize>,
+    ) -> anyhow::Result<Self> {
         let device = Device::flex();
         let (genie, _cfg, step) = load_genie(run, &device)
             .with_context(|| format!("--ckpt {}: loading the world model", run.display()))?;
-        let window = trained_seq_len(run).unwrap_or(4).max(2);
+        let trained = trained_seq_len(run).unwrap_or(DEFAULT_WINDOW).max(2);
+        let window = match window {
+            None => trained.min(DEFAULT_WINDOW),
+            Some(w) if (2..=trained).contains(&w) => w,
+            Some(w) => anyhow::bail!(
+                "--window {w}: expected 2..={trained} (the dynamics was trained on {trained}-frame clips)"
+            ),
+        };
         let grid = genie.tokenizer.grid();
         let frame = FrameShape { height: grid.height, width: grid.width, channels: grid.channels };
         let (action_table, actions) = action_table_and_labels(&genie, data)?;
