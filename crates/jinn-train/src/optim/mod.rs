@@ -26,6 +26,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+pub use sfd::BoundScaling;
 use sfd::{sfd_optimizer, SpectralControl};
 
 /// Which optimiser a run uses (`train.optim.optimizer`).
@@ -83,8 +84,11 @@ pub struct OptimConfig {
     /// Decoupled weight decay, multiplied by the LR (Jasmine 1e-4, on every parameter).
     pub weight_decay: f32,
     /// SFD: largest spectral norm allowed for each matrix inside a reversible coupling's
-    /// sub-networks.
+    /// sub-networks (with `spectral_scaling = "shape"`, for a square one).
     pub spectral_bound: f64,
+    /// SFD: `"uniform"` (every controlled matrix ≤ `spectral_bound`) or `"shape"` (a
+    /// `fan_in → fan_out` matrix ≤ `spectral_bound·√(fan_out/fan_in)`), see [`BoundScaling`].
+    pub spectral_scaling: BoundScaling,
     /// SFD: power iterations per step for each controlled matrix.
     pub power_iterations: usize,
     /// SFD: power iterations at a controlled matrix's first step (from the seeded start
@@ -106,6 +110,7 @@ impl Default for OptimConfig {
             epsilon: 1e-8,
             weight_decay: 1e-4,
             spectral_bound: 4.0,
+            spectral_scaling: BoundScaling::Uniform,
             power_iterations: 1,
             power_init_iterations: 50,
             power_tolerance: 1e-7,
@@ -170,6 +175,7 @@ impl OptimConfig {
     pub fn spectral_control(&self) -> SpectralControl {
         SpectralControl {
             bound: self.spectral_bound,
+            scaling: self.spectral_scaling,
             iterations: self.power_iterations,
             init_iterations: self.power_init_iterations,
             tolerance: self.power_tolerance,

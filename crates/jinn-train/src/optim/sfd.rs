@@ -50,11 +50,86 @@ use super::spectral::coupling_weight_paths;
 /// Below this a norm counts as zero (the power iteration keeps its previous vector).
 const TINY: f64 = 1e-30;
 
+/// How the bound of one controlled matrix follows from `spectral_bound` (`train.optim.
+/// spectral_scaling`).
+///
+/// Burn's `Linear` stores its kernel as `[fan_in, fan_out]` (`y = x·W`), so `W`'s spectral
+/// norm is the layer's Lipschitz constant. A matrix that maps `fan_in` to `fan_out` channels
+/// has a natural spectral scale `√(fan_out/fan_in)` (a LeCun-normal `W` has
+/// `σ_max ≈ 1 + √(fan_out/fan_in)`; "a spectral condition for feature learning", Yang,
+/// Simon & Bernstein 2023). [`BoundScaling::Shape`] bounds each matrix at that scale times
+/// `bound`: an FFN `W → H → W` gets `bound·√(H/W)` for `up` and `bound·√(W/H)` for `down`, so
+/// the product of its two bounds — the bound on the FFN's Lipschitz constant up to the
+/// activation and the norm — is `bound²`, the same as with [`BoundScaling::Uniform`], while
+/// the expanding matrix keeps the room it starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BoundScaling {
+    /// `"uniform"`: every controlled matrix ≤ `bound`.
+    #[default]
+    Uniform,
+    /// `"shape"`: a `[fan_in, fan_out]` matrix ≤ `bound·√(fan_out/fan_in)`.
+    Shape,
+}
+
+impl BoundScaling {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            BoundScaling::Uniform => "uniform",
+            BoundScaling::Shape => "shape",
+        }
+    }
+
+    /// The bound of a `[rows, cols]` (= `[fan_in, fan_out]`) matrix given the base `bound`.
+    pub fn bound_for(self, bound: f64, rows: usize, cols: usize) -> f64 {
+        match self {
+            BoundScaling::Uniform => bound,
+            BoundScaling::Shape => bound * (cols.max(1) as f64 / rows.max(1) as f64).sqrt(),
+        }
+    }
+}
+
+impl std::fmt::Display for BoundScaling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for BoundScaling {
+    type Err = String;
+
+    /// `"uniform"` or `"shape"`; the error lists both.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "uniform" => Ok(BoundScaling::Uniform),
+            "shape" => Ok(BoundScaling::Shape),
+            other => Err(format!("unknown spectral scaling `{other}`, expected \"uniform\" or \"shape\"")),
+        }
+    }
+}
+
+impl serde::Serialize for BoundScaling {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BoundScaling {
+    /// Accepts `"uniform"` or `"shape"`; anything else is an error naming the field.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(|e| serde::de::Error::custom(format!("train.optim.spectral_scaling: {e}")))
+    }
+}
+
 /// Settings of the spectral control (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpectralControl {
-    /// Largest allowed spectral norm of each controlled matrix.
+    /// Largest allowed spectral norm of each controlled matrix (scaled per matrix by
+    /// `scaling`).
     pub bound: f64,
+    /// How each matrix's bound follows from `bound` and its shape.
+    pub scaling: BoundScaling,
     /// Power iterations per step (1 is the usual choice).
     pub iterations: usize,
     /// Power iterations at a matrix's first step (from the seeded start vector); a tenth of
@@ -211,8 +286,28 @@ fn control(w: Tensor<2>, u: Option<Tensor<1>>, ctrl: &SpectralControl) -> (Tenso
         }
     }
     let sigma = sigma.expect("at least one iteration"); // [1, 1]
-    let factor = sigma.clamp_min(TINY).recip().mul_scalar(ctrl.bound).clamp_max(1.0); // [1, 1]
+    let bound = ctrl.scaling.bound_for(ctrl.bound, rows, cols);
+    let factor = sigma.clamp_min(TINY).recip().mul_scalar(bound).clamp_max(1.0); // [1, 1]
     (w * factor, u.reshape([rows]))
+}
+
+/// The spectral norm `σ_max` of `w` (`[rows, cols]`) estimated by power iteration from the
+/// seeded start vector until it grows by less than `tolerance` (relative) or after
+/// `max_iterations`; a lower bound that converges to `σ_max` (diagnostics, benchmarks).
+pub fn spectral_norm(w: &Tensor<2>, seed: u64, tolerance: f64, max_iterations: usize) -> f64 {
+    let [rows, cols] = w.dims();
+    let mut u = start_vector(rows, cols, seed, &w.device()).reshape([rows, 1]); // [rows, 1]
+    let mut previous = 0.0;
+    for _ in 0..max_iterations.max(1) {
+        let (next, s) = power_iteration(w, u);
+        u = next;
+        let now: f64 = s.into_scalar();
+        if now - previous <= tolerance * now.abs() {
+            return now;
+        }
+        previous = now;
+    }
+    previous
 }
 
 /// The whole-module SFD optimiser for `model`: every parameter gets the AdamW update; the

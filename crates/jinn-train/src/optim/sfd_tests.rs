@@ -2,9 +2,9 @@
 //! reference, every parameter moving, the affine log-scale bound, checkpoint round trips,
 //! the coupling-weight selector and the config field.
 
-use super::sfd::sfd_optimizer;
-use super::spectral::coupling_weight_paths;
-use super::{OptimConfig, OptimizerKind};
+use super::sfd::{sfd_optimizer, spectral_norm};
+use super::spectral::{coupling_weight_paths, coupling_weights};
+use super::{BoundScaling, OptimConfig, OptimizerKind};
 use crate::checkpoint::{save, Checkpoint, TrainState};
 use crate::config::TrainConfig;
 use burn::module::{Module, ModuleVisitor, Param};
@@ -159,12 +159,33 @@ fn jacobi_reference_matches_a_known_spectrum() {
     assert!((sigma_max(&w, 3, 2) - 3.0).abs() < 1e-12);
 }
 
+#[test]
+fn coupling_weights_carry_the_parameters_and_spectral_norm_matches_the_reference() {
+    let net = Net::new(&Device::flex());
+    let all = params(&net);
+    let weights = coupling_weights(&net);
+    let paths: Vec<String> = weights.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(paths, coupling_weight_paths(&net));
+    for (path, w) in weights {
+        let (d, v) = &all[&path];
+        assert_eq!(w.dims().to_vec(), *d, "{path}");
+        let got: Vec<f64> = w.clone().into_data().convert::<f64>().try_to_vec::<f64>().unwrap();
+        assert_eq!(&got, v, "{path}");
+        let (estimate, reference) = (spectral_norm(&w, 3, 1e-12, 10_000), sigma_max(v, d[0], d[1]));
+        assert!((estimate - reference).abs() <= 1e-4 * reference, "{path}: {estimate} vs {reference}");
+    }
+}
+
 fn adamw_config() -> OptimConfig {
     OptimConfig { weight_decay: 0.05, ..OptimConfig::default() }
 }
 
 fn sfd_config(bound: f64) -> OptimConfig {
     OptimConfig { optimizer: OptimizerKind::Sfd, spectral_bound: bound, ..adamw_config() }
+}
+
+fn sfd_shape_config(bound: f64) -> OptimConfig {
+    OptimConfig { spectral_scaling: BoundScaling::Shape, ..sfd_config(bound) }
 }
 
 #[test]
@@ -178,49 +199,73 @@ fn without_spectral_control_sfd_equals_adamw_bit_for_bit() {
     let mut sfd_off = sfd_optimizer(&start, adamw_cfg.build(), None);
     // Active control whose bound is never reached: the rescale factor is exactly 1.
     let mut sfd_loose = sfd_config(1e6).init_for(&start).unwrap();
-    let (mut a, mut b, mut c) = (start.clone(), start.clone(), start);
+    let mut sfd_shape_loose = sfd_shape_config(1e6).init_for(&start).unwrap();
+    let (mut a, mut b, mut c, mut d) = (start.clone(), start.clone(), start.clone(), start);
     for step in 0..4 {
         let lr = 1e-2 * (step + 1) as f64;
         a = adamw.step(lr, a.clone(), grads(&a, &device, step));
         b = sfd_off.step(lr, b.clone(), grads(&b, &device, step));
         c = sfd_loose.step(lr, c.clone(), grads(&c, &device, step));
+        d = sfd_shape_loose.step(lr, d.clone(), grads(&d, &device, step));
         assert_eq!(bits(&a), bits(&b), "step {step}: SFD without control differs from AdamW");
         assert_eq!(bits(&a), bits(&c), "step {step}: SFD with an unreached bound differs from AdamW");
+        assert_eq!(bits(&a), bits(&d), "step {step}: shape-scaled SFD, unreached bound, differs");
+    }
+}
+
+/// The bound of a `[fan_in, fan_out]` matrix under `scaling`, written out independently of
+/// `BoundScaling::bound_for`.
+fn expected_bound(scaling: BoundScaling, bound: f64, fan_in: usize, fan_out: usize) -> f64 {
+    match scaling {
+        BoundScaling::Uniform => bound,
+        BoundScaling::Shape => bound * (fan_out as f64).sqrt() / (fan_in as f64).sqrt(),
     }
 }
 
 #[test]
 fn every_controlled_matrix_stays_within_the_bound_after_every_step() {
     let device = Device::flex().autodiff();
-    let mut model = Net::new(&device);
-    let bound = 0.6;
-    let controlled = coupling_weight_paths(&model);
-    // Below the initial norms, so the control must act from the first step.
-    let initial = params(&model);
-    let above = controlled
-        .iter()
-        .filter(|p| {
-            let (d, v) = &initial[*p];
-            sigma_max(v, d[0], d[1]) > bound
-        })
-        .count();
-    assert!(above >= 4, "only {above} matrices start above the bound");
-    let mut optim = sfd_config(bound).init_for(&model).unwrap();
-    for step in 0..12 {
-        model = optim.step(3e-2, model.clone(), grads(&model, &device, step));
-        let now = params(&model);
-        let mut at_bound = 0;
-        for path in &controlled {
-            let (d, v) = &now[path];
-            let s = sigma_max(v, d[0], d[1]);
-            assert!(s <= bound * (1.0 + 1e-4), "step {step}: {path} has σ_max {s} > bound {bound}");
-            if s >= bound * (1.0 - 1e-3) {
-                at_bound += 1;
+    for scaling in [BoundScaling::Uniform, BoundScaling::Shape] {
+        let mut model = Net::new(&device);
+        let bound = 0.6;
+        let controlled = coupling_weight_paths(&model);
+        let bound_of = |d: &[usize]| expected_bound(scaling, bound, d[0], d[1]);
+        // Below the initial norms, so the control must act from the first step.
+        let initial = params(&model);
+        let above = controlled
+            .iter()
+            .filter(|p| {
+                let (d, v) = &initial[*p];
+                sigma_max(v, d[0], d[1]) > bound_of(d)
+            })
+            .count();
+        assert!(above >= 4, "{scaling}: only {above} matrices start above the bound");
+        let mut optim =
+            OptimConfig { spectral_scaling: scaling, ..sfd_config(bound) }.init_for(&model).unwrap();
+        for step in 0..12 {
+            model = optim.step(3e-2, model.clone(), grads(&model, &device, step));
+            let now = params(&model);
+            let mut at_bound = 0;
+            for path in &controlled {
+                let (d, v) = &now[path];
+                let (s, b) = (sigma_max(v, d[0], d[1]), bound_of(d));
+                assert!(s <= b * (1.0 + 1e-4), "{scaling} step {step}: {path} has σ_max {s} > bound {b}");
+                if s >= b * (1.0 - 1e-3) {
+                    at_bound += 1;
+                }
             }
+            assert!(at_bound >= 4, "{scaling} step {step}: only {at_bound} matrices at the bound");
+            // The stem and head are outside couplings and are not controlled.
+            assert!(!controlled.iter().any(|p| p.starts_with("stem") || p.starts_with("head")));
         }
-        assert!(at_bound >= 4, "step {step}: only {at_bound} matrices at the bound: control not active?");
-        // The stem and head are outside couplings and are not controlled.
-        assert!(!controlled.iter().any(|p| p.starts_with("stem") || p.starts_with("head")));
+        if scaling == BoundScaling::Shape {
+            // The FFNs expand a coupling half (4) → 12 → 4: `up` and `down` get different bounds,
+            // whose product is the uniform bound squared.
+            let (up, down) = (&initial["additive.0.f.up.weight"].0, &initial["additive.0.f.down.weight"].0);
+            assert_eq!((up.as_slice(), down.as_slice()), (&[4, 12][..], &[12, 4][..]));
+            let (bu, bd) = (bound_of(up), bound_of(down));
+            assert!(bu > bound && bd < bound && (bu * bd - bound * bound).abs() < 1e-12, "{bu} {bd}");
+        }
     }
 }
 
@@ -360,6 +405,16 @@ fn optimizer_field_parses_and_unknown_names_are_refused() {
             .unwrap();
     assert_eq!(t.optim.optimizer, OptimizerKind::Sfd);
     assert_eq!(t.optim.spectral_bound, 2.5);
+    assert_eq!(t.optim.spectral_scaling, OptimConfig::default().spectral_scaling);
+    for scaling in [BoundScaling::Uniform, BoundScaling::Shape] {
+        let text = format!("[optim]\noptimizer = \"sfd\"\nspectral_scaling = \"{scaling}\"\n");
+        let t: TrainConfig = crate::config::from_str(&text, "t.toml", &[]).unwrap();
+        assert_eq!(t.optim.spectral_scaling, scaling);
+    }
+    let err = crate::config::from_str::<TrainConfig>("[optim]\nspectral_scaling = \"fan\"\n", "t.toml", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("train.optim.spectral_scaling") && err.contains("fan"), "{err}");
     let err =
         crate::config::from_str::<TrainConfig>("[optim]\noptimizer = \"adam\"\n", "t.toml", &[]).unwrap_err();
     let msg = err.to_string();

@@ -21,6 +21,8 @@ struct CouplingWeights {
     /// Depth of `path` at which the innermost enclosing sub-network field was entered.
     inside_from: Option<usize>,
     found: Vec<String>,
+    /// The found matrices' values (`[rows, cols]`), when asked for.
+    values: Option<Vec<Tensor<2>>>,
 }
 
 impl ModuleVisitor for CouplingWeights {
@@ -41,9 +43,14 @@ impl ModuleVisitor for CouplingWeights {
         self.path.pop();
     }
 
-    fn visit_float<const D: usize>(&mut self, _param: &Param<Tensor<D>>) {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if D == 2 && self.inside_from.is_some() {
             self.found.push(self.path.join("."));
+            if let Some(values) = &mut self.values {
+                let w = param.val();
+                let dims = w.dims();
+                values.push(w.reshape([dims[0], dims[1]]));
+            }
         }
     }
 }
@@ -55,4 +62,12 @@ pub fn coupling_weight_paths<M: Module>(model: &M) -> Vec<String> {
     let mut visitor = CouplingWeights::default();
     model.visit(&mut visitor);
     visitor.found
+}
+
+/// Every matrix inside a reversible coupling's sub-networks in `model` with its module path
+/// (as [`coupling_weight_paths`]), in visit order; each value is `[rows, cols]`.
+pub fn coupling_weights<M: Module>(model: &M) -> Vec<(String, Tensor<2>)> {
+    let mut visitor = CouplingWeights { values: Some(Vec::new()), ..CouplingWeights::default() };
+    model.visit(&mut visitor);
+    visitor.found.into_iter().zip(visitor.values.unwrap_or_default()).collect()
 }

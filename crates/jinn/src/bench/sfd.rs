@@ -1,7 +1,9 @@
 //! `jinn bench sfd`: a deep reversible causal stack (RSF) trained as a byte-level language
 //! model on Shakespeare with AdamW and with SFD at the same learning rate, both through
 //! memory-free backprop. Reports the relative reconstruction error
-//! `‖inverse(forward(x)) − x‖ / ‖x‖` of the stack over training and the final validation loss.
+//! `‖inverse(forward(x)) − x‖ / ‖x‖` of the stack over training, the final validation loss
+//! and the coupling matrices' final spectral norms. Several SFD variants (`--bounds`,
+//! `--scalings`) run against one AdamW baseline.
 //!
 //! The model is jinn-text's RSF language model (`jinn lm`), byte-level.
 
@@ -11,7 +13,10 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_text::lm::{Arch, Backprop, LanguageModel, LmModelConfig};
-use jinn_train::optim::{OptimConfig, OptimizerKind};
+use jinn_train::optim::sfd::spectral_norm;
+use jinn_train::optim::spectral::coupling_weights;
+use jinn_train::optim::{BoundScaling, OptimConfig, OptimizerKind};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -42,9 +47,16 @@ pub struct SfdBenchArgs {
     /// Learning rate (constant, the same for both optimisers).
     #[arg(long, default_value_t = 3e-2)]
     pub lr: f64,
-    /// SFD spectral bound (`train.optim.spectral_bound`).
-    #[arg(long, default_value_t = OptimConfig::default().spectral_bound)]
-    pub bound: f64,
+    /// SFD spectral bounds (`train.optim.spectral_bound`): one SFD run per bound and scaling,
+    /// all compared with one AdamW run (comma-separated, e.g. `--bounds 4,6,8`).
+    #[arg(long, alias = "bound", value_delimiter = ',', num_args = 1..,
+          default_values_t = vec![OptimConfig::default().spectral_bound])]
+    pub bounds: Vec<f64>,
+    /// SFD bound scalings (`train.optim.spectral_scaling`): `uniform` (every matrix ≤ bound)
+    /// and/or `shape` (a fan_in → fan_out matrix ≤ bound·√(fan_out/fan_in)), comma-separated.
+    #[arg(long, value_delimiter = ',', num_args = 1..,
+          default_values_t = vec![OptimConfig::default().spectral_scaling])]
+    pub scalings: Vec<BoundScaling>,
     /// Measure the reconstruction error every N steps (and at step 0 and the end).
     #[arg(long, default_value_t = 50)]
     pub every: u64,
@@ -58,12 +70,28 @@ pub struct SfdBenchArgs {
 
 /// One optimiser's run.
 struct Outcome {
-    name: &'static str,
+    name: String,
     /// (step, relative reconstruction error) at each measurement.
     errors: Vec<(u64, f64)>,
     final_train_loss: f64,
     val_loss: f64,
     seconds: f64,
+    /// Coupling-matrix role (e.g. `f.attn.query`) → spectral norms at the end and how many
+    /// sit at their bound (SFD).
+    roles: BTreeMap<String, RoleNorms>,
+}
+
+/// Final spectral norms of the coupling matrices of one role across the stack.
+#[derive(Default)]
+struct RoleNorms {
+    sigmas: Vec<f64>,
+    at_bound: usize,
+}
+
+impl Outcome {
+    fn max_error(&self) -> f64 {
+        self.errors.iter().map(|e| e.1).fold(0.0, f64::max)
+    }
 }
 
 /// Run the benchmark and print the comparison.
@@ -94,45 +122,105 @@ pub fn run(a: SfdBenchArgs) -> anyhow::Result<()> {
         a.steps,
         a.lr
     );
-    let adamw = OptimConfig::default();
-    let sfd =
-        OptimConfig { optimizer: OptimizerKind::Sfd, spectral_bound: a.bound, ..OptimConfig::default() };
-    let runs = [train_one(&a, "adamw", &adamw, train, val)?, train_one(&a, "sfd", &sfd, train, val)?];
+    if a.bounds.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
+        bail!("--bounds must be finite and > 0, got {:?}", a.bounds);
+    }
+    let mut runs = vec![train_one(&a, "adamw".into(), &OptimConfig::default(), train, val)?];
+    for &scaling in &a.scalings {
+        for &bound in &a.bounds {
+            let cfg = OptimConfig {
+                optimizer: OptimizerKind::Sfd,
+                spectral_bound: bound,
+                spectral_scaling: scaling,
+                ..OptimConfig::default()
+            };
+            runs.push(train_one(&a, format!("sfd {scaling} {bound}"), &cfg, train, val)?);
+        }
+    }
 
     println!("\nrelative reconstruction error ‖inv(fwd(x)) − x‖/‖x‖ of the stack on a validation batch:");
     print!("{:>6}", "step");
     for r in &runs {
-        print!(" {:>12}", r.name);
+        print!(" {:>16}", r.name);
     }
     println!();
     for (i, (step, _)) in runs[0].errors.iter().enumerate() {
         print!("{step:>6}");
         for r in &runs {
-            print!(" {:>12.3e}", r.errors[i].1);
+            print!(" {:>16.3e}", r.errors[i].1);
         }
         println!();
     }
+
     println!(
-        "\n{:>6} {:>14} {:>14} {:>10} {:>8}",
-        "optim", "max rec. err", "train loss", "val loss", "time s"
+        "\nspectral norm of the coupling matrices after training, median/max over the stack (× at bound):"
+    );
+    print!("{:>14}", "matrix");
+    for r in &runs {
+        print!(" {:>20}", r.name);
+    }
+    println!();
+    for role in runs[0].roles.keys() {
+        print!("{role:>14}");
+        for r in &runs {
+            let cell = r.roles.get(role).map_or_else(String::new, |n| {
+                let mut sorted = n.sigmas.clone();
+                sorted.sort_by(f64::total_cmp);
+                let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+                let max = sorted.last().copied().unwrap_or(0.0);
+                let at = if r.name == "adamw" { String::new() } else { format!(" ×{}", n.at_bound) };
+                format!("{median:.2}/{max:.2}{at}")
+            });
+            print!(" {cell:>20}");
+        }
+        println!();
+    }
+
+    let base = &runs[0];
+    println!(
+        "\n{:>16} {:>13} {:>11} {:>9} {:>9} {:>8}  targets (error < 1e-4, val loss ≤ AdamW + 2%)",
+        "optim", "max rec. err", "train loss", "val loss", "vs AdamW", "time s"
     );
     for r in &runs {
-        let max_err = r.errors.iter().map(|e| e.1).fold(0.0, f64::max);
+        let gap = r.val_loss / base.val_loss - 1.0;
+        let verdict = if r.name == "adamw" {
+            String::new()
+        } else {
+            let met = |ok: bool| if ok { "met" } else { "NOT met" };
+            format!("  error {}, loss {}", met(r.max_error() < 1e-4), met(gap <= 0.02))
+        };
         println!(
-            "{:>6} {:>14.3e} {:>14.4} {:>10.4} {:>8.1}",
-            r.name, max_err, r.final_train_loss, r.val_loss, r.seconds
+            "{:>16} {:>13.3e} {:>11.4} {:>9.4} {:>+8.2}% {:>8.1}{verdict}",
+            r.name,
+            r.max_error(),
+            r.final_train_loss,
+            r.val_loss,
+            100.0 * gap,
+            r.seconds
         );
     }
-    let max_sfd = runs[1].errors.iter().map(|e| e.1).fold(0.0, f64::max);
-    let gap = runs[1].val_loss / runs[0].val_loss - 1.0;
-    println!(
-        "target: SFD max reconstruction error < 1e-4: {} ({max_sfd:.2e}); SFD val loss within 2% of \
-         AdamW's: {} ({:+.2}%)",
-        if max_sfd < 1e-4 { "met" } else { "NOT met" },
-        if gap <= 0.02 { "met" } else { "NOT met" },
-        100.0 * gap
-    );
     Ok(())
+}
+
+/// The spectral norms of `model`'s coupling matrices grouped by role (the module path without
+/// the block index and `.weight`, e.g. `f.attn.query`), with how many are within 0.5% of their
+/// bound under `cfg` (SFD only).
+fn role_norms(model: &LanguageModel, cfg: &OptimConfig) -> BTreeMap<String, RoleNorms> {
+    let mut roles: BTreeMap<String, RoleNorms> = BTreeMap::new();
+    for (path, w) in coupling_weights(model) {
+        // `rsf.<block>.<role…>.weight`
+        let parts: Vec<&str> = path.split('.').collect();
+        let role = parts[2.min(parts.len())..parts.len().saturating_sub(1)].join(".");
+        let [rows, cols] = w.dims();
+        let sigma = spectral_norm(&w, cfg.power_seed, 1e-6, 500);
+        let bound = cfg.spectral_scaling.bound_for(cfg.spectral_bound, rows, cols);
+        let entry = roles.entry(role).or_default();
+        entry.sigmas.push(sigma);
+        if cfg.optimizer == OptimizerKind::Sfd && sigma >= bound * 0.995 {
+            entry.at_bound += 1;
+        }
+    }
+    roles
 }
 
 /// A batch of `batch` windows of `seq + 1` bytes from `data`, at offsets drawn from
@@ -161,7 +249,7 @@ fn batch(
 
 fn train_one(
     a: &SfdBenchArgs,
-    name: &'static str,
+    name: String,
     cfg: &OptimConfig,
     train: &[u8],
     val: &[u8],
@@ -207,5 +295,7 @@ fn train_one(
         val_loss += LanguageModel::loss(eval.forward(inputs), targets).into_scalar::<f64>();
     }
     val_loss /= a.val_batches.max(1) as f64;
-    Ok(Outcome { name, errors, final_train_loss: last_loss, val_loss, seconds })
+    let roles = role_norms(&eval, cfg);
+    eprintln!("{name}: val loss {val_loss:.4} after {seconds:.0} s");
+    Ok(Outcome { name, errors, final_train_loss: last_loss, val_loss, seconds, roles })
 }
