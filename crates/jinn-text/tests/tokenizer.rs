@@ -16,10 +16,17 @@ fn sample() -> &'static str {
     TEXT.get_or_init(|| std::fs::read_to_string(testdata("hamlet_sample.txt")).expect("sample is UTF-8"))
 }
 
+/// Morfessor's own default corpus weight (1) instead of MGT's cautious 5: the small sample then
+/// gets many morph boundaries, so the boundary checks below have something to bite on.
+fn weak_prior() -> MorphConfig {
+    MorphConfig { corpus_weight: 1.0, ..MorphConfig::default() }
+}
+
 fn config(vocab: usize) -> TrainConfig {
     TrainConfig {
         vocab_size: vocab,
         affixes: AffixSet::load(&testdata("sample_en.aff")).unwrap(),
+        morph: Some(weak_prior()),
         ..TrainConfig::default()
     }
 }
@@ -215,9 +222,14 @@ fn affix_seeded_segmentation_splits_at_known_affixes() {
     // An unseen word made of known morphs.
     assert_eq!(tok.segment("unworking"), ["un", "work", "ing"]);
     // Without affix lists, the MDL model alone still splits off the frequent prefix.
-    let unseeded =
-        TrainConfig { affixes: AffixSet::default(), morph: Some(MorphConfig::default()), ..config(400) };
+    let unseeded = TrainConfig { affixes: AffixSet::default(), morph: Some(weak_prior()), ..config(400) };
     let tok = Tokenizer::train(&[corpus.as_str()], &unseeded).unwrap();
     let seg = tok.segment("unkindness");
     assert!(seg.first() == Some(&"un") && seg.len() >= 2, "{seg:?}");
+    // MGT's default prior splits the rule-licensed affixes and, here, nothing else.
+    let cautious = TrainConfig { morph: Some(MorphConfig::default()), ..config(400) };
+    let tok = Tokenizer::train(&[corpus.as_str()], &cautious).unwrap();
+    assert_eq!(tok.segment("unkindness"), ["un", "kind", "ness"]);
+    assert_eq!(tok.segment("walking"), ["walk", "ing"]);
+    assert_eq!(tok.segment("walk"), ["walk"]);
 }

@@ -1,6 +1,6 @@
 //! [`Tokenizer`]: training, encoding, decoding and segmentation.
 
-use super::affixes::{AffixKind, AffixSet};
+use super::affixes::AffixSet;
 use super::bpe::{train_merges, MergeTable, Pair};
 use super::error::{Result, TokenizerError};
 use super::format::{
@@ -87,9 +87,7 @@ impl Tokenizer {
                         *words.entry(p.body()).or_default() += c;
                     }
                 }
-                let prefixes = cfg.affixes.surfaces(AffixKind::Prefix);
-                let suffixes = cfg.affixes.surfaces(AffixKind::Suffix);
-                train_morphs(&words, &prefixes, &suffixes, mc)
+                train_morphs(&words, &cfg.affixes, mc)
             }
             None => MorphLexicon::new(HashMap::new(), 0.0),
         };
