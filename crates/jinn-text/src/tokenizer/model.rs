@@ -29,7 +29,8 @@ pub struct TrainConfig {
     pub anchors: usize,
     /// Morph segmentation settings; `None` trains plain BPE over pieces (the baseline).
     pub morph: Option<MorphConfig>,
-    /// Affixes seeding the morph model (may be empty).
+    /// hunspell affix rules; where one applies to a corpus-attested stem its boundary is kept by the
+    /// morph model (may be empty; see [`AffixSet::analyse`]).
     pub affixes: AffixSet,
 }
 
