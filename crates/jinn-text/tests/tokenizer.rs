@@ -190,6 +190,20 @@ fn invalid_files_give_clear_errors() {
     assert!(err.contains("`format`"), "{err}");
     let err = load_err(|v| v["specials"][1]["name"] = "<x>".into());
     assert!(err.contains("specials[1].name"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["walking", [4, 3]]]));
+    assert!(err.contains("morphs.analyses[0]") && err.contains("must increase"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["walking", [4]]]));
+    assert!(err.contains("morphs.analyses[0]") && err.contains("length 7"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["b", [1]], ["a", [1]]]));
+    assert!(err.contains("morphs.analyses[1]") && err.contains("out of order"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["né", [2, 3]]]));
+    assert!(err.contains("char boundaries"), "{err}");
+    // A valid stored analysis is loaded and used.
+    let tok = Tokenizer::train(&["unkind kindness walking talking"], &config(300)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&tok.to_json()).unwrap();
+    v["morphs"]["analyses"] = serde_json::json!([["walking", [2, 7]]]);
+    let edited = Tokenizer::from_json(&v.to_string(), Path::new("tok.json")).unwrap();
+    assert_eq!(edited.segment("walking"), ["wa", "lking"]);
     let missing = Tokenizer::load(Path::new("/nonexistent/tok.json")).unwrap_err().to_string();
     assert!(missing.contains("/nonexistent/tok.json"), "{missing}");
     // Unknown ids and split characters on decode.

@@ -292,6 +292,12 @@ impl Tokenizer {
                 enabled: self.morphs_enabled,
                 unknown_char_cost: self.morphs.unknown_char_cost(),
                 lexicon: self.morphs.entries().into_iter().map(|(m, c)| (m.to_string(), c)).collect(),
+                analyses: self
+                    .morphs
+                    .analyses()
+                    .into_iter()
+                    .map(|(w, e)| (w.to_string(), e.to_vec()))
+                    .collect(),
             },
         }
     }
@@ -301,7 +307,8 @@ impl Tokenizer {
         let specials = file.specials.into_iter().map(|e| e.name).collect();
         let merges = file.merges.iter().map(|m| (m.left, m.right)).collect();
         let morphs =
-            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost);
+            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost)
+                .with_analyses(file.morphs.analyses.into_iter().collect());
         Tokenizer::assemble(specials, merges, morphs, file.morphs.enabled)
     }
 

@@ -19,7 +19,9 @@
 //! costs nothing. The default corpus weight α = 5 (Morfessor's default is 1) is a strong prior
 //! against splitting: without an affix rule, a word is split only when its parts recur a lot.
 //! New words are segmented by Viterbi over the lexicon's unigram costs `ln N − ln c_m`; a span
-//! not in the lexicon costs `ln N + UNKNOWN_PENALTY + chars · unknown_char_cost`.
+//! not in the lexicon costs `ln N + UNKNOWN_PENALTY + chars · unknown_char_cost`. Training words
+//! whose trained analysis Viterbi would not reproduce keep that analysis (stored with the
+//! lexicon), so every training word segments exactly as trained.
 
 use super::affixes::{AffixKind, AffixSet};
 use std::collections::{BTreeSet, HashMap};
@@ -88,6 +90,8 @@ pub struct MorphLexicon {
     total: u64,
     unknown_char_cost: f64,
     max_morph_chars: usize,
+    /// Training words whose trained analysis Viterbi would not reproduce: word → morph ends.
+    analyses: HashMap<String, Vec<usize>>,
 }
 
 impl MorphLexicon {
@@ -95,7 +99,20 @@ impl MorphLexicon {
     pub fn new(counts: HashMap<String, u64>, unknown_char_cost: f64) -> MorphLexicon {
         let total = counts.values().sum();
         let max_morph_chars = counts.keys().map(|m| m.chars().count()).max().unwrap_or(0);
-        MorphLexicon { counts, total, unknown_char_cost, max_morph_chars }
+        MorphLexicon { counts, total, unknown_char_cost, max_morph_chars, analyses: HashMap::new() }
+    }
+
+    /// Add stored analyses (word → morph end offsets) that take precedence over Viterbi.
+    pub fn with_analyses(mut self, analyses: HashMap<String, Vec<usize>>) -> MorphLexicon {
+        self.analyses = analyses;
+        self
+    }
+
+    /// The stored analyses, sorted by word.
+    pub fn analyses(&self) -> Vec<(&str, &[usize])> {
+        let mut v: Vec<_> = self.analyses.iter().map(|(w, e)| (w.as_str(), e.as_slice())).collect();
+        v.sort_unstable();
+        v
     }
 
     /// Morphs with counts, sorted by morph.
@@ -123,6 +140,9 @@ impl MorphLexicon {
     /// Viterbi segmentation of `word` into morphs; returns the byte offsets where morphs end
     /// (the last one is `word.len()`). Deterministic: on equal cost the earliest split wins.
     pub fn segment_ends(&self, word: &str) -> Vec<usize> {
+        if let Some(ends) = self.analyses.get(word) {
+            return ends.clone();
+        }
         let bounds: Vec<usize> = word.char_indices().map(|(i, _)| i).chain([word.len()]).collect();
         let n = bounds.len() - 1;
         if n <= 1 || n > MAX_SEGMENTED_CHARS || self.total == 0 {
@@ -386,7 +406,23 @@ pub fn train_morphs(word_counts: &HashMap<&str, u64>, affixes: &AffixSet, cfg: &
             break;
         }
     }
-    MorphLexicon::new(model.counts, unknown_char_cost)
+    let lexicon = MorphLexicon::new(model.counts, unknown_char_cost);
+    // Keep the trained analyses that Viterbi would not reproduce, so training words segment
+    // exactly as trained.
+    let mut stored = HashMap::new();
+    for (&(w, _), analysis) in words.iter().zip(&analyses) {
+        let ends: Vec<usize> = analysis
+            .iter()
+            .scan(0, |end, m| {
+                *end += m.len();
+                Some(*end)
+            })
+            .collect();
+        if lexicon.segment_ends(w) != ends {
+            stored.insert(w.to_string(), ends);
+        }
+    }
+    lexicon.with_analyses(stored)
 }
 
 #[cfg(test)]
@@ -455,5 +491,26 @@ mod tests {
         assert_eq!(lex.segment("unkindness"), ["un", "kind", "ness"]);
         assert_eq!(lex.segment("zzz"), ["zzz"]);
         assert_eq!(lex.segment("a"), ["a"]);
+        let stored = lex.clone().with_analyses([("unkindness".to_string(), vec![2, 10])].into());
+        assert_eq!(stored.segment("unkindness"), ["un", "kindness"]);
+        assert_eq!(stored.segment("kindness"), ["kind", "ness"]);
+    }
+
+    #[test]
+    fn training_words_segment_as_trained() {
+        let aff = "SFX D Y 2\nSFX D 0 d e\nSFX D 0 ed [^ey]\n";
+        let affixes = AffixSet::parse(aff, std::path::Path::new("t.aff")).unwrap();
+        // "turne" (old spelling) is frequent, so Viterbi alone would cut "turned" as turne|d;
+        // the rule analysis with the more frequent stem "turn" is turn|ed and must survive.
+        let counts: HashMap<&str, u64> =
+            [("turn", 9), ("turne", 5), ("turned", 1), ("love", 3), ("loved", 4)].into();
+        let cfg = MorphConfig { dampening: Dampening::None, ..MorphConfig::default() };
+        let lex = train_morphs(&counts, &affixes, &cfg);
+        assert_eq!(lex.segment("turned"), ["turn", "ed"]);
+        assert_eq!(lex.segment("loved"), ["love", "d"]);
+        // The check can fail: Viterbi over the same lexicon prefers turne|d.
+        let bare =
+            MorphLexicon::new(lex.entries().into_iter().map(|(m, c)| (m.to_string(), c)).collect(), 1.0);
+        assert_eq!(bare.segment("turned"), ["turne", "d"]);
     }
 }
