@@ -16,10 +16,17 @@ fn sample() -> &'static str {
     TEXT.get_or_init(|| std::fs::read_to_string(testdata("hamlet_sample.txt")).expect("sample is UTF-8"))
 }
 
+/// Morfessor's own default corpus weight (1) instead of MGT's cautious 5: the small sample then
+/// gets many morph boundaries, so the boundary checks below have something to bite on.
+fn weak_prior() -> MorphConfig {
+    MorphConfig { corpus_weight: 1.0, ..MorphConfig::default() }
+}
+
 fn config(vocab: usize) -> TrainConfig {
     TrainConfig {
         vocab_size: vocab,
         affixes: AffixSet::load(&testdata("sample_en.aff")).unwrap(),
+        morph: Some(weak_prior()),
         ..TrainConfig::default()
     }
 }
@@ -183,6 +190,20 @@ fn invalid_files_give_clear_errors() {
     assert!(err.contains("`format`"), "{err}");
     let err = load_err(|v| v["specials"][1]["name"] = "<x>".into());
     assert!(err.contains("specials[1].name"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["walking", [4, 3]]]));
+    assert!(err.contains("morphs.analyses[0]") && err.contains("must increase"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["walking", [4]]]));
+    assert!(err.contains("morphs.analyses[0]") && err.contains("length 7"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["b", [1]], ["a", [1]]]));
+    assert!(err.contains("morphs.analyses[1]") && err.contains("out of order"), "{err}");
+    let err = load_err(|v| v["morphs"]["analyses"] = serde_json::json!([["né", [2, 3]]]));
+    assert!(err.contains("char boundaries"), "{err}");
+    // A valid stored analysis is loaded and used.
+    let tok = Tokenizer::train(&["unkind kindness walking talking"], &config(300)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&tok.to_json()).unwrap();
+    v["morphs"]["analyses"] = serde_json::json!([["walking", [2, 7]]]);
+    let edited = Tokenizer::from_json(&v.to_string(), Path::new("tok.json")).unwrap();
+    assert_eq!(edited.segment("walking"), ["wa", "lking"]);
     let missing = Tokenizer::load(Path::new("/nonexistent/tok.json")).unwrap_err().to_string();
     assert!(missing.contains("/nonexistent/tok.json"), "{missing}");
     // Unknown ids and split characters on decode.
@@ -215,9 +236,14 @@ fn affix_seeded_segmentation_splits_at_known_affixes() {
     // An unseen word made of known morphs.
     assert_eq!(tok.segment("unworking"), ["un", "work", "ing"]);
     // Without affix lists, the MDL model alone still splits off the frequent prefix.
-    let unseeded =
-        TrainConfig { affixes: AffixSet::default(), morph: Some(MorphConfig::default()), ..config(400) };
+    let unseeded = TrainConfig { affixes: AffixSet::default(), morph: Some(weak_prior()), ..config(400) };
     let tok = Tokenizer::train(&[corpus.as_str()], &unseeded).unwrap();
     let seg = tok.segment("unkindness");
     assert!(seg.first() == Some(&"un") && seg.len() >= 2, "{seg:?}");
+    // MGT's default prior splits the rule-licensed affixes and, here, nothing else.
+    let cautious = TrainConfig { morph: Some(MorphConfig::default()), ..config(400) };
+    let tok = Tokenizer::train(&[corpus.as_str()], &cautious).unwrap();
+    assert_eq!(tok.segment("unkindness"), ["un", "kind", "ness"]);
+    assert_eq!(tok.segment("walking"), ["walk", "ing"]);
+    assert_eq!(tok.segment("walk"), ["walk"]);
 }

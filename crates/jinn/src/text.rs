@@ -29,7 +29,7 @@ pub struct TrainTokenizerArgs {
     /// Reserved anchor tokens.
     #[arg(long, default_value_t = 16)]
     pub anchors: usize,
-    /// hunspell .aff files whose PFX/SFX affixes seed the morph model (repeatable).
+    /// hunspell .aff files whose PFX/SFX rules fix morph boundaries where they apply (repeatable).
     #[arg(long)]
     pub aff: Vec<PathBuf>,
     /// Plain BPE over pieces: no morph segmentation (the baseline).

@@ -17,6 +17,10 @@
 //! - merge `k` (rank order) has id `S + 256 + k` and joins two earlier non-special ids.
 //! - `morphs.lexicon` lists morph strings with their counts (sorted by morph); segmentation of
 //!   a word is Viterbi over it (see `morph`). `enabled: false` means plain BPE over pieces.
+//! - `morphs.analyses` (optional): `[["turned", [4, 6]], …]`, training words whose trained
+//!   segmentation Viterbi would not reproduce, with the byte offsets where their morphs end
+//!   (increasing, on char boundaries, the last = the word's length); sorted by word. These words
+//!   segment as stored.
 //! - `vocab_size = S + 256 + merges`; every id below it is used exactly once.
 
 use super::error::{Result, TokenizerError};
@@ -70,6 +74,10 @@ pub struct MorphSection {
     pub unknown_char_cost: f64,
     /// Morphs with their counts, sorted by morph.
     pub lexicon: Vec<(String, u64)>,
+    /// Training words whose trained analysis Viterbi would not reproduce, with the byte offsets
+    /// where their morphs end; sorted by word. Optional (absent = none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub analyses: Vec<(String, Vec<usize>)>,
 }
 
 /// The whole file.
@@ -211,6 +219,24 @@ impl TokenizerFile {
                 ));
             }
             prev = Some(m);
+        }
+        let mut prev: Option<&str> = None;
+        for (i, (w, ends)) in self.morphs.analyses.iter().enumerate() {
+            let field = format!("morphs.analyses[{i}]");
+            if prev.is_some_and(|p| p >= w.as_str()) {
+                return Err(bad(&field, format!("{w:?} is out of order or repeated")));
+            }
+            prev = Some(w);
+            let increasing = ends.windows(2).all(|p| p[0] < p[1]) && ends.first().is_some_and(|&e| e > 0);
+            if !(increasing && ends.last() == Some(&w.len()) && ends.iter().all(|&e| w.is_char_boundary(e))) {
+                return Err(bad(
+                    &field,
+                    format!(
+                        "morph ends {ends:?} of {w:?} must increase from above 0 to its length {} on char boundaries",
+                        w.len()
+                    ),
+                ));
+            }
         }
         if !(self.morphs.unknown_char_cost.is_finite() && self.morphs.unknown_char_cost >= 0.0) {
             return Err(bad("morphs.unknown_char_cost", "expected a finite number ≥ 0".into()));

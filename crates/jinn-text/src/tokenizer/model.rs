@@ -1,6 +1,6 @@
 //! [`Tokenizer`]: training, encoding, decoding and segmentation.
 
-use super::affixes::{AffixKind, AffixSet};
+use super::affixes::AffixSet;
 use super::bpe::{train_merges, MergeTable, Pair};
 use super::error::{Result, TokenizerError};
 use super::format::{
@@ -29,7 +29,8 @@ pub struct TrainConfig {
     pub anchors: usize,
     /// Morph segmentation settings; `None` trains plain BPE over pieces (the baseline).
     pub morph: Option<MorphConfig>,
-    /// Affixes seeding the morph model (may be empty).
+    /// hunspell affix rules; where one applies to a corpus-attested stem its boundary is kept by the
+    /// morph model (may be empty; see [`AffixSet::analyse`]).
     pub affixes: AffixSet,
 }
 
@@ -87,9 +88,7 @@ impl Tokenizer {
                         *words.entry(p.body()).or_default() += c;
                     }
                 }
-                let prefixes = cfg.affixes.surfaces(AffixKind::Prefix);
-                let suffixes = cfg.affixes.surfaces(AffixKind::Suffix);
-                train_morphs(&words, &prefixes, &suffixes, mc)
+                train_morphs(&words, &cfg.affixes, mc)
             }
             None => MorphLexicon::new(HashMap::new(), 0.0),
         };
@@ -293,6 +292,12 @@ impl Tokenizer {
                 enabled: self.morphs_enabled,
                 unknown_char_cost: self.morphs.unknown_char_cost(),
                 lexicon: self.morphs.entries().into_iter().map(|(m, c)| (m.to_string(), c)).collect(),
+                analyses: self
+                    .morphs
+                    .analyses()
+                    .into_iter()
+                    .map(|(w, e)| (w.to_string(), e.to_vec()))
+                    .collect(),
             },
         }
     }
@@ -302,7 +307,8 @@ impl Tokenizer {
         let specials = file.specials.into_iter().map(|e| e.name).collect();
         let merges = file.merges.iter().map(|m| (m.left, m.right)).collect();
         let morphs =
-            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost);
+            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost)
+                .with_analyses(file.morphs.analyses.into_iter().collect());
         Tokenizer::assemble(specials, merges, morphs, file.morphs.enabled)
     }
 

@@ -11,11 +11,19 @@
 //! Training visits the words in a seeded shuffled order, removes a word's analysis and
 //! re-splits it recursively: keep the string whole, or split it in two at the cheapest point and
 //! recurse into both halves. Epochs repeat until the cost improves by less than 0.01 %.
-//! Affixes from hunspell files (optional) seed the first analysis (split off the longest known
-//! prefix/suffix) and are "given" morphs whose spelling costs nothing.
+//!
+//! Affix rules from hunspell files (optional) fix boundaries where a rule really applies
+//! ([`AffixSet::analyse`]: strip/add/condition fit, at most one prefix and one suffix, and the
+//! stem left over occurs in the corpus as a word); the MDL re-splitting then works on the parts
+//! between those boundaries, never across them. Affix surfaces are "given" morphs whose spelling
+//! costs nothing. The default corpus weight α = 5 (Morfessor's default is 1) is a strong prior
+//! against splitting: without an affix rule, a word is split only when its parts recur a lot.
 //! New words are segmented by Viterbi over the lexicon's unigram costs `ln N − ln c_m`; a span
-//! not in the lexicon costs `ln N + UNKNOWN_PENALTY + chars · unknown_char_cost`.
+//! not in the lexicon costs `ln N + UNKNOWN_PENALTY + chars · unknown_char_cost`. Training words
+//! whose trained analysis Viterbi would not reproduce keep that analysis (stored with the
+//! lexicon), so every training word segments exactly as trained.
 
+use super::affixes::{AffixKind, AffixSet};
 use std::collections::{BTreeSet, HashMap};
 
 /// How word counts are dampened before training (Morfessor's `--dampening`).
@@ -51,18 +59,21 @@ pub struct MorphConfig {
     pub max_epochs: usize,
     /// Seed of the word visiting order.
     pub seed: u64,
-    /// Affix seeding keeps at least this many characters of stem.
+    /// An affix rule splits a word only when the stem it leaves has at least this many chars…
     pub min_stem_chars: usize,
+    /// …and occurs in the corpus as a word at least this many times.
+    pub min_stem_count: u64,
 }
 
 impl Default for MorphConfig {
     fn default() -> Self {
         MorphConfig {
             dampening: Dampening::Ones,
-            corpus_weight: 1.0,
+            corpus_weight: 5.0,
             max_epochs: 10,
             seed: 0,
             min_stem_chars: 3,
+            min_stem_count: 1,
         }
     }
 }
@@ -79,6 +90,8 @@ pub struct MorphLexicon {
     total: u64,
     unknown_char_cost: f64,
     max_morph_chars: usize,
+    /// Training words whose trained analysis Viterbi would not reproduce: word → morph ends.
+    analyses: HashMap<String, Vec<usize>>,
 }
 
 impl MorphLexicon {
@@ -86,7 +99,20 @@ impl MorphLexicon {
     pub fn new(counts: HashMap<String, u64>, unknown_char_cost: f64) -> MorphLexicon {
         let total = counts.values().sum();
         let max_morph_chars = counts.keys().map(|m| m.chars().count()).max().unwrap_or(0);
-        MorphLexicon { counts, total, unknown_char_cost, max_morph_chars }
+        MorphLexicon { counts, total, unknown_char_cost, max_morph_chars, analyses: HashMap::new() }
+    }
+
+    /// Add stored analyses (word → morph end offsets) that take precedence over Viterbi.
+    pub fn with_analyses(mut self, analyses: HashMap<String, Vec<usize>>) -> MorphLexicon {
+        self.analyses = analyses;
+        self
+    }
+
+    /// The stored analyses, sorted by word.
+    pub fn analyses(&self) -> Vec<(&str, &[usize])> {
+        let mut v: Vec<_> = self.analyses.iter().map(|(w, e)| (w.as_str(), e.as_slice())).collect();
+        v.sort_unstable();
+        v
     }
 
     /// Morphs with counts, sorted by morph.
@@ -114,6 +140,9 @@ impl MorphLexicon {
     /// Viterbi segmentation of `word` into morphs; returns the byte offsets where morphs end
     /// (the last one is `word.len()`). Deterministic: on equal cost the earliest split wins.
     pub fn segment_ends(&self, word: &str) -> Vec<usize> {
+        if let Some(ends) = self.analyses.get(word) {
+            return ends.clone();
+        }
         let bounds: Vec<usize> = word.char_indices().map(|(i, _)| i).chain([word.len()]).collect();
         let n = bounds.len() - 1;
         if n <= 1 || n > MAX_SEGMENTED_CHARS || self.total == 0 {
@@ -295,47 +324,19 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Initial analysis: split off the longest known prefix and suffix that leave a stem of at
-/// least `min_stem` chars.
-fn seed_analysis(
-    word: &str,
-    prefixes: &BTreeSet<String>,
-    suffixes: &BTreeSet<String>,
-    min_stem: usize,
-) -> Vec<String> {
-    let chars = word.chars().count();
-    let longest = |set: &BTreeSet<String>, pre: bool| {
-        set.iter()
-            .filter(|a| if pre { word.starts_with(a.as_str()) } else { word.ends_with(a.as_str()) })
-            .filter(|a| chars >= a.chars().count() + min_stem)
-            .max_by_key(|a| (a.len(), std::cmp::Reverse(a.as_str())))
-            .map(|a| a.len())
-            .unwrap_or(0)
-    };
-    let p = longest(prefixes, true);
-    let s = longest(suffixes, false);
-    let mut out = Vec::new();
-    if p > 0 {
-        out.push(word[..p].to_string());
-    }
-    if word.len() - s > p {
-        out.push(word[p..word.len() - s].to_string());
-        if s > 0 {
-            out.push(word[word.len() - s..].to_string());
-        }
-    } else {
-        out.push(word[p..].to_string());
+/// Cut `word` at the byte offsets `bounds` (sorted, inside the word).
+fn cut(word: &str, bounds: &[usize]) -> Vec<String> {
+    let mut out = Vec::with_capacity(bounds.len() + 1);
+    let mut start = 0;
+    for &b in bounds.iter().chain([&word.len()]) {
+        out.push(word[start..b].to_string());
+        start = b;
     }
     out
 }
 
-/// Train a morph lexicon on word counts. `prefixes`/`suffixes` may be empty.
-pub fn train_morphs(
-    word_counts: &HashMap<&str, u64>,
-    prefixes: &BTreeSet<String>,
-    suffixes: &BTreeSet<String>,
-    cfg: &MorphConfig,
-) -> MorphLexicon {
+/// Train a morph lexicon on word counts; `affixes` (may be empty) seed the analyses.
+pub fn train_morphs(word_counts: &HashMap<&str, u64>, affixes: &AffixSet, cfg: &MorphConfig) -> MorphLexicon {
     let mut words: Vec<(&str, u64)> =
         word_counts.iter().map(|(w, &c)| (*w, cfg.dampening.weight(c))).filter(|(_, c)| *c > 0).collect();
     words.sort_unstable();
@@ -354,7 +355,8 @@ pub fn train_morphs(
         letters.iter().map(|(&ch, &c)| (ch, ln_total - (c as f64).ln())).collect();
     let end_cost = ln_total - (n_words.max(1) as f64).ln();
     let unknown_char_cost = ((letters.len() + 1) as f64).ln();
-    let given: BTreeSet<String> = prefixes.union(suffixes).cloned().collect();
+    let given: BTreeSet<String> =
+        affixes.surfaces(AffixKind::Prefix).into_iter().chain(affixes.surfaces(AffixKind::Suffix)).collect();
     let mut model = Model {
         counts: HashMap::new(),
         n_tokens: 0,
@@ -365,13 +367,17 @@ pub fn train_morphs(
         given,
         alpha: cfg.corpus_weight,
     };
+    let raw_count = |s: &str| word_counts.get(s).copied().unwrap_or(0);
     let mut analyses: Vec<Vec<String>> = Vec::with_capacity(words.len());
+    let mut affix_bounds: Vec<Vec<usize>> = Vec::with_capacity(words.len());
     for &(w, c) in &words {
-        let a = seed_analysis(w, prefixes, suffixes, cfg.min_stem_chars);
+        let bounds = affixes.analyse(w, raw_count, cfg.min_stem_chars, cfg.min_stem_count);
+        let a = cut(w, &bounds);
         for m in &a {
             model.add(m, c);
         }
         analyses.push(a);
+        affix_bounds.push(bounds);
     }
     let mut order: Vec<usize> = (0..words.len()).collect();
     let mut rng = cfg.seed;
@@ -388,7 +394,9 @@ pub fn train_morphs(
                 model.remove(m, c);
             }
             let mut out = Vec::new();
-            model.resplit(w, c, &mut out);
+            for part in cut(w, &affix_bounds[k]) {
+                model.resplit(&part, c, &mut out);
+            }
             analyses[k] = out;
         }
         let cost = model.cost();
@@ -398,7 +406,23 @@ pub fn train_morphs(
             break;
         }
     }
-    MorphLexicon::new(model.counts, unknown_char_cost)
+    let lexicon = MorphLexicon::new(model.counts, unknown_char_cost);
+    // Keep the trained analyses that Viterbi would not reproduce, so training words segment
+    // exactly as trained.
+    let mut stored = HashMap::new();
+    for (&(w, _), analysis) in words.iter().zip(&analyses) {
+        let ends: Vec<usize> = analysis
+            .iter()
+            .scan(0, |end, m| {
+                *end += m.len();
+                Some(*end)
+            })
+            .collect();
+        if lexicon.segment_ends(w) != ends {
+            stored.insert(w.to_string(), ends);
+        }
+    }
+    lexicon.with_analyses(stored)
 }
 
 #[cfg(test)]
@@ -416,7 +440,7 @@ mod tests {
     #[test]
     fn cost_with_equals_cost_after_adding() {
         let counts: HashMap<&str, u64> = [("walking", 3), ("talking", 2), ("walked", 1)].into();
-        let lex = train_morphs(&counts, &BTreeSet::new(), &BTreeSet::new(), &MorphConfig::default());
+        let lex = train_morphs(&counts, &AffixSet::default(), &MorphConfig::default());
         assert!(!lex.is_empty());
         let mut m = Model {
             counts: HashMap::new(),
@@ -445,6 +469,19 @@ mod tests {
     }
 
     #[test]
+    fn affix_rules_split_only_with_an_attested_stem() {
+        let aff = "SFX P Y 1\nSFX P 0 ness [^y]\nSFX G Y 2\nSFX G e ing e\nSFX G 0 ing [^e]\n";
+        let affixes = AffixSet::parse(aff, std::path::Path::new("t.aff")).unwrap();
+        let counts: HashMap<&str, u64> =
+            [("kind", 4), ("kindness", 1), ("witness", 2), ("love", 3), ("loving", 1), ("thing", 5)].into();
+        let lex = train_morphs(&counts, &affixes, &MorphConfig::default());
+        assert_eq!(lex.segment("kindness"), ["kind", "ness"]);
+        assert_eq!(lex.segment("loving"), ["lov", "ing"]); // love − e + ing: the surface boundary
+        assert_eq!(lex.segment("witness"), ["witness"]); // "wit" is not a corpus word
+        assert_eq!(lex.segment("thing"), ["thing"]); // "th" is too short a stem
+    }
+
+    #[test]
     fn viterbi_prefers_known_morphs() {
         let counts: HashMap<String, u64> = [("un", 10), ("kind", 5), ("ness", 8), ("k", 1)]
             .iter()
@@ -454,5 +491,26 @@ mod tests {
         assert_eq!(lex.segment("unkindness"), ["un", "kind", "ness"]);
         assert_eq!(lex.segment("zzz"), ["zzz"]);
         assert_eq!(lex.segment("a"), ["a"]);
+        let stored = lex.clone().with_analyses([("unkindness".to_string(), vec![2, 10])].into());
+        assert_eq!(stored.segment("unkindness"), ["un", "kindness"]);
+        assert_eq!(stored.segment("kindness"), ["kind", "ness"]);
+    }
+
+    #[test]
+    fn training_words_segment_as_trained() {
+        let aff = "SFX D Y 2\nSFX D 0 d e\nSFX D 0 ed [^ey]\n";
+        let affixes = AffixSet::parse(aff, std::path::Path::new("t.aff")).unwrap();
+        // "turne" (old spelling) is frequent, so Viterbi alone would cut "turned" as turne|d;
+        // the rule analysis with the more frequent stem "turn" is turn|ed and must survive.
+        let counts: HashMap<&str, u64> =
+            [("turn", 9), ("turne", 5), ("turned", 1), ("love", 3), ("loved", 4)].into();
+        let cfg = MorphConfig { dampening: Dampening::None, ..MorphConfig::default() };
+        let lex = train_morphs(&counts, &affixes, &cfg);
+        assert_eq!(lex.segment("turned"), ["turn", "ed"]);
+        assert_eq!(lex.segment("loved"), ["love", "d"]);
+        // The check can fail: Viterbi over the same lexicon prefers turne|d.
+        let bare =
+            MorphLexicon::new(lex.entries().into_iter().map(|(m, c)| (m.to_string(), c)).collect(), 1.0);
+        assert_eq!(bare.segment("turned"), ["turne", "d"]);
     }
 }

@@ -2,7 +2,8 @@
 //! `hf-baseline` feature, the Hugging Face `tokenizers` BPE, all trained on the same corpus and
 //! vocabulary size in the same run: encode throughput (interleaved rounds, best of each),
 //! compression (tokens per word and per byte), and morph-boundary F1 against a silver standard
-//! from `hunspell -m` analyses.
+//! from `hunspell -m` analyses: over token boundaries for every tokenizer, and over MGT's morph
+//! boundaries (the segmentation its tokens never cross) for the MGT rows.
 
 use anyhow::{bail, Context};
 use jinn_text::tokenizer::affixes::{AffixKind, AffixSet};
@@ -41,6 +42,20 @@ pub struct TokenizerBenchArgs {
     /// Override the morph model's count dampening: none, log or ones.
     #[arg(long, value_parser = parse_dampening)]
     pub dampening: Option<Dampening>,
+    /// How silver boundaries are placed: `exact` re-derives the word from hunspell's stem with
+    /// the flagged rules (strip, add, condition); `longest-add` (the first bench's heuristic)
+    /// cuts the longest `add` of each flag that fits the word's end/start.
+    #[arg(long, value_enum, default_value_t = SilverRule::Exact)]
+    pub silver: SilverRule,
+}
+
+/// How the silver standard turns a `hunspell -m` analysis into boundaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SilverRule {
+    /// Apply the flagged rules to the stem; the boundaries are where the rules' `add`s start.
+    Exact,
+    /// Cut the longest `add` of each flag that fits (ignores strip and condition).
+    LongestAdd,
 }
 
 fn parse_dampening(s: &str) -> Result<Dampening, String> {
@@ -59,6 +74,10 @@ trait Subject {
     fn count(&self, doc: &str) -> usize;
     /// Internal boundaries (byte offsets inside `word`) when encoding `" " + word`.
     fn word_boundaries(&self, word: &str) -> BTreeSet<usize>;
+    /// Internal morph boundaries of `word`, for tokenizers that segment into morphs.
+    fn morph_boundaries(&self, _word: &str) -> Option<BTreeSet<usize>> {
+        None
+    }
 }
 
 struct Jinn<'a>(&'a str, &'a Tokenizer);
@@ -80,6 +99,12 @@ impl Subject for Jinn<'_> {
             }
         }
         out
+    }
+    fn morph_boundaries(&self, word: &str) -> Option<BTreeSet<usize>> {
+        self.1.morphs_enabled().then(|| {
+            let ends = self.1.morph_lexicon().segment_ends(word);
+            ends.into_iter().filter(|&e| e < word.len()).collect()
+        })
     }
 }
 
@@ -181,23 +206,42 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
             best[i] = best[i].min(t.elapsed().as_secs_f64());
         }
     }
-    let silver = silver_standard(&docs, &affixes, &a.dict, a.words)?;
+    let silver = silver_standard(&docs, &affixes, &a.dict, a.words, a.silver)?;
     let gold_total: usize = silver.iter().map(|(_, g)| g.len()).sum();
     println!(
-        "silver standard: {} word types analysed by `hunspell -m -d {}`, {gold_total} boundaries",
+        "silver standard ({:?}): {} word types analysed by `hunspell -m -d {}`, {gold_total} boundaries",
+        a.silver,
         silver.len(),
         a.dict
     );
     let base_speed = bytes as f64 / best[0];
     println!(
-        "\n{:<24} {:>9} {:>8} {:>10} {:>11} {:>11} {:>8} {:>8} {:>8}",
-        "tokenizer", "train s", "MB/s", "MGT speed×", "tokens/word", "tokens/byte", "P", "R", "F1"
+        "\n{:<24} {:>9} {:>8} {:>10} {:>11} {:>11} {:>7} {:>7} {:>8} {:>7} {:>7} {:>8}",
+        "tokenizer",
+        "train s",
+        "MB/s",
+        "MGT speed×",
+        "tokens/word",
+        "tokens/byte",
+        "tok P",
+        "tok R",
+        "tok F1",
+        "morph P",
+        "morph R",
+        "morph F1"
     );
     for (i, (s, train_s)) in subjects.iter().enumerate() {
         let speed = bytes as f64 / best[i];
-        let (p, r, f1) = boundary_prf(s.as_ref(), &silver);
+        let (p, r, f1) = boundary_prf(&silver, |w| s.word_boundaries(w));
+        let morph = match s.morph_boundaries("") {
+            Some(_) => {
+                let (p, r, f1) = boundary_prf(&silver, |w| s.morph_boundaries(w).unwrap_or_default());
+                format!("{p:>7.3} {r:>7.3} {f1:>8.3}")
+            }
+            None => format!("{:>7} {:>7} {:>8}", "-", "-", "-"),
+        };
         println!(
-            "{:<24} {:>9.1} {:>8.2} {:>10.2} {:>11.3} {:>11.4} {:>8.3} {:>8.3} {:>8.3}",
+            "{:<24} {:>9.1} {:>8.2} {:>10.2} {:>11.3} {:>11.4} {:>7.3} {:>7.3} {:>8.3} {morph}",
             s.name(),
             train_s,
             speed / 1e6,
@@ -222,11 +266,14 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Micro-averaged boundary precision, recall, F1 over the silver words.
-fn boundary_prf(s: &dyn Subject, silver: &[(String, BTreeSet<usize>)]) -> (f64, f64, f64) {
+/// Micro-averaged boundary precision, recall, F1 of `predict` over the silver words.
+fn boundary_prf(
+    silver: &[(String, BTreeSet<usize>)],
+    predict: impl Fn(&str) -> BTreeSet<usize>,
+) -> (f64, f64, f64) {
     let (mut tp, mut pred, mut gold) = (0usize, 0usize, 0usize);
     for (w, g) in silver {
-        let p = s.word_boundaries(w);
+        let p = predict(w);
         tp += p.intersection(g).count();
         pred += p.len();
         gold += g.len();
@@ -236,15 +283,17 @@ fn boundary_prf(s: &dyn Subject, silver: &[(String, BTreeSet<usize>)]) -> (f64, 
     (p, r, if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 })
 }
 
-/// Silver boundaries of a deterministic sample of lowercase corpus word types (≥ 4 letters):
-/// from each `hunspell -m` analysis, prefix flags give a boundary after the surface prefix and
-/// suffix flags one before the surface suffix (the longest rule `add` of that flag that fits);
-/// the analysis with the most boundaries is kept. Words hunspell does not know are skipped.
+/// Silver boundaries of a deterministic sample of lowercase corpus word types (≥ 4 letters),
+/// from their `hunspell -m` analyses (`st:` stem, `fl:` affix flags); see [`SilverRule`]. The
+/// analysis with the most boundaries is kept; a word hunspell knows but leaves unaffixed has no
+/// boundary and counts too. Words hunspell does not know are skipped, and so (with `exact`) are
+/// analyses whose rules do not reproduce the word (the count is printed).
 fn silver_standard(
     docs: &[String],
     affixes: &AffixSet,
     dict: &str,
     n: usize,
+    rule: SilverRule,
 ) -> anyhow::Result<Vec<(String, BTreeSet<usize>)>> {
     let mut types: BTreeSet<&str> = BTreeSet::new();
     for d in docs {
@@ -279,6 +328,7 @@ fn silver_standard(
         affixes.rules.iter().filter(|r| r.kind == kind).map(|r| r.flag.as_str()).collect()
     };
     let (pfx, sfx) = (flags_of(AffixKind::Prefix), flags_of(AffixKind::Suffix));
+    let mut underived = 0usize;
     for line in text.lines() {
         let mut fields = line.split_whitespace();
         let Some(word) = fields.next() else { continue };
@@ -288,38 +338,116 @@ fn silver_standard(
             continue;
         }
         let flags: Vec<&str> = fields.iter().filter_map(|f| f.strip_prefix("fl:")).collect();
-        let mut bounds = BTreeSet::new();
-        let (mut start, mut end) = (0usize, w.len());
-        for f in flags.iter().filter(|f| pfx.contains(*f)) {
-            let add = affixes
-                .rules
-                .iter()
-                .filter(|r| r.kind == AffixKind::Prefix && r.flag == *f && !r.add.is_empty())
-                .filter(|r| w[start..end].starts_with(r.add.as_str()))
-                .map(|r| r.add.len())
-                .max();
-            if let Some(l) = add {
-                start += l;
-                bounds.insert(start);
+        let bounds = match rule {
+            SilverRule::Exact => {
+                let stem = fields.iter().find_map(|f| f.strip_prefix("st:")).unwrap_or(w);
+                match derive(affixes, stem, w, &flags) {
+                    Some(b) => b,
+                    None => {
+                        underived += 1;
+                        continue;
+                    }
+                }
             }
-        }
-        for f in flags.iter().rev().filter(|f| sfx.contains(*f)) {
-            let add = affixes
-                .rules
-                .iter()
-                .filter(|r| r.kind == AffixKind::Suffix && r.flag == *f && !r.add.is_empty())
-                .filter(|r| w[start..end].ends_with(r.add.as_str()) && end - r.add.len() > start)
-                .map(|r| r.add.len())
-                .max();
-            if let Some(l) = add {
-                end -= l;
-                bounds.insert(end);
-            }
-        }
+            SilverRule::LongestAdd => longest_add_bounds(affixes, w, &flags, &pfx, &sfx),
+        };
         let entry = best.entry(w).or_insert(None);
         if entry.as_ref().is_none_or(|b| bounds.len() > b.len()) {
             *entry = Some(bounds);
         }
     }
+    if underived > 0 {
+        println!(
+            "silver standard: {underived} hunspell analyses not reproducible from their rules were skipped"
+        );
+    }
     Ok(best.into_iter().filter_map(|(w, b)| b.map(|b| (w.to_string(), b))).collect())
+}
+
+/// Boundaries of `word` when the rules of `flags` turn `stem` into it: suffix flags first, then
+/// prefix flags, one rule per flag (the first that reproduces the word, in file order); a
+/// suffix boundary sits where its `add` starts, a prefix boundary where its `add` ends.
+fn derive(affixes: &AffixSet, stem: &str, word: &str, flags: &[&str]) -> Option<BTreeSet<usize>> {
+    let kind_of = |f: &str| affixes.rules.iter().find(|r| r.flag == f).map(|r| r.kind);
+    let order: Vec<&str> = [AffixKind::Suffix, AffixKind::Prefix]
+        .into_iter()
+        .flat_map(|k| flags.iter().copied().filter(move |f| kind_of(f) == Some(k)))
+        .collect();
+    fn go(
+        affixes: &AffixSet,
+        current: String,
+        bounds: Vec<usize>,
+        rest: &[&str],
+        word: &str,
+    ) -> Option<Vec<usize>> {
+        let Some((flag, tail)) = rest.split_first() else {
+            return (current == word).then_some(bounds);
+        };
+        for r in affixes.rules.iter().filter(|r| r.flag == *flag) {
+            let Some(next) = r.apply(&current) else { continue };
+            let mut b = bounds.clone();
+            match r.kind {
+                AffixKind::Suffix => {
+                    let at = next.len() - r.add.len();
+                    b.retain(|&x| x < at);
+                    b.push(at);
+                }
+                AffixKind::Prefix => {
+                    let shift = r.add.len() as isize - r.strip.len() as isize;
+                    b = b
+                        .into_iter()
+                        .map(|x| (x as isize + shift) as usize)
+                        .filter(|&x| x > r.add.len())
+                        .collect();
+                    b.push(r.add.len());
+                }
+            }
+            if let Some(found) = go(affixes, next, b, tail, word) {
+                return Some(found);
+            }
+        }
+        None
+    }
+    let bounds = go(affixes, stem.to_string(), Vec::new(), &order, word)?;
+    Some(bounds.into_iter().filter(|&b| b > 0 && b < word.len()).collect())
+}
+
+/// The first bench's heuristic: cut the longest `add` of each prefix flag at the start and of
+/// each suffix flag at the end, ignoring strip and condition.
+fn longest_add_bounds(
+    affixes: &AffixSet,
+    w: &str,
+    flags: &[&str],
+    pfx: &HashSet<&str>,
+    sfx: &HashSet<&str>,
+) -> BTreeSet<usize> {
+    let mut bounds = BTreeSet::new();
+    let (mut start, mut end) = (0usize, w.len());
+    for f in flags.iter().filter(|f| pfx.contains(*f)) {
+        let add = affixes
+            .rules
+            .iter()
+            .filter(|r| r.kind == AffixKind::Prefix && r.flag == *f && !r.add.is_empty())
+            .filter(|r| w[start..end].starts_with(r.add.as_str()))
+            .map(|r| r.add.len())
+            .max();
+        if let Some(l) = add {
+            start += l;
+            bounds.insert(start);
+        }
+    }
+    for f in flags.iter().rev().filter(|f| sfx.contains(*f)) {
+        let add = affixes
+            .rules
+            .iter()
+            .filter(|r| r.kind == AffixKind::Suffix && r.flag == *f && !r.add.is_empty())
+            .filter(|r| w[start..end].ends_with(r.add.as_str()) && end - r.add.len() > start)
+            .map(|r| r.add.len())
+            .max();
+        if let Some(l) = add {
+            end -= l;
+            bounds.insert(end);
+        }
+    }
+    bounds
 }
