@@ -21,7 +21,11 @@ pub const BUCKET_BYTES: usize = 4 << 20;
 /// Replace every gradient in `grads` (of `model`'s float parameters) by its mean over the ranks
 /// of `group`, all-reducing [`BUCKET_BYTES`] at a time. Every rank must call it at the same
 /// point with the same model architecture. A no-op with one rank.
-pub fn average_gradients<M: Module>(model: &M, grads: &mut GradientsParams, group: &dyn Collective) -> Result<()> {
+pub fn average_gradients<M: Module>(
+    model: &M,
+    grads: &mut GradientsParams,
+    group: &dyn Collective,
+) -> Result<()> {
     average_gradients_in_buckets(model, grads, group, BUCKET_BYTES / size_of::<f32>())
 }
 
@@ -135,7 +139,8 @@ impl ModuleVisitor for Scatter<'_, '_> {
             return;
         };
         let n = slot.shape.num_elements();
-        let mean: Vec<f32> = self.values[slot.offset..slot.offset + n].iter().map(|v| v * self.scale).collect();
+        let mean: Vec<f32> =
+            self.values[slot.offset..slot.offset + n].iter().map(|v| v * self.scale).collect();
         let tensor = Tensor::<D>::from_data(TensorData::new(mean, slot.shape.clone()), (&device, dtype));
         self.grads.remove::<D>(slot.id);
         self.grads.register(slot.id, tensor);

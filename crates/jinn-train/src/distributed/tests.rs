@@ -27,7 +27,8 @@ struct ThreadGroup {
 impl ThreadGroup {
     /// One handle per rank.
     fn new(size: usize) -> Vec<ThreadGroup> {
-        let shared = Arc::new(Shared { slots: Mutex::new(vec![Vec::new(); size]), barrier: Barrier::new(size) });
+        let shared =
+            Arc::new(Shared { slots: Mutex::new(vec![Vec::new(); size]), barrier: Barrier::new(size) });
         (0..size).map(|rank| ThreadGroup { rank, shared: shared.clone() }).collect()
     }
 
@@ -134,7 +135,8 @@ fn bucketed_average_equals_the_mean_of_each_ranks_gradients() {
     let device = Device::flex().autodiff();
     let local = |rank: usize| {
         let net = Net::new(&device);
-        let grads = GradientsParams::from_grads(net.loss(rows(4 * rank, 4, &device), rank == 1).backward(), &net);
+        let grads =
+            GradientsParams::from_grads(net.loss(rows(4 * rank, 4, &device), rank == 1).backward(), &net);
         grad_values(&net, &grads)
     };
     let (g0, g1) = (local(0), local(1));
@@ -161,7 +163,10 @@ fn bucketed_average_equals_the_mean_of_each_ranks_gradients() {
             for (p, want) in want.iter().enumerate() {
                 let g = g[p].as_ref().unwrap_or_else(|| panic!("rank {rank} param {p} lost its gradient"));
                 for (a, b) in g.iter().zip(want) {
-                    assert!((*a as f64 - b).abs() <= 1e-6 * b.abs().max(1e-3), "bucket {bucket_len} rank {rank}");
+                    assert!(
+                        (*a as f64 - b).abs() <= 1e-6 * b.abs().max(1e-3),
+                        "bucket {bucket_len} rank {rank}"
+                    );
                 }
             }
         }
@@ -174,7 +179,8 @@ fn a_parameter_without_gradients_on_every_rank_stays_without() {
     let got = on_ranks(3, |group| {
         let net = Net::new(&device);
         let r = group.rank();
-        let mut grads = GradientsParams::from_grads(net.loss(rows(2 * r, 2, &device), false).backward(), &net);
+        let mut grads =
+            GradientsParams::from_grads(net.loss(rows(2 * r, 2, &device), false).backward(), &net);
         average_gradients_in_buckets(&net, &mut grads, &group, 5).unwrap();
         grad_values(&net, &grads)
     });
@@ -190,8 +196,10 @@ fn two_ranks_of_half_batches_train_like_one_rank_of_the_whole_batch() {
         let mut net = Net::new(&device);
         let mut optim = optim_cfg.init().unwrap();
         for _ in 0..5 {
-            let mut grads =
-                GradientsParams::from_grads(net.loss(rows(rank * per_rank, per_rank, &device), true).backward(), &net);
+            let mut grads = GradientsParams::from_grads(
+                net.loss(rows(rank * per_rank, per_rank, &device), true).backward(),
+                &net,
+            );
             if let Some(g) = group {
                 average_gradients(&net, &mut grads, g).unwrap();
             }
