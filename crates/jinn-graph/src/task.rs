@@ -6,7 +6,9 @@
 //!
 //! **Batches.** The edges are visited in epochs; epoch `k` is the permutation drawn from
 //! `rng_for(seed, "edge-order", k)`, and the step-`s` batch is positions
-//! `[s·B, (s+1)·B)` of the endless sequence of epochs. A batch is a pure function of
+//! `[s·B, (s+1)·B)` of the endless sequence of epochs (in a data-parallel run, `B` is the
+//! global batch `batch_size × ranks` and rank `r` trains on the `r`-th slice of each
+//! micro-batch, [`jinn_train::distributed`]). A batch is a pure function of
 //! `(seed, step)`, so a resumed run is bit-identical to an uninterrupted one with no loader
 //! state in the checkpoint. The vocabularies are stored in the checkpoint (`state.extra`) so
 //! that evaluation and queries map names to the ids the model was trained with.
@@ -24,7 +26,7 @@ use burn::tensor::{Device, Int, Tensor};
 use jinn_data::rng::rng_for;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::optim::clip_global_norm;
+use jinn_train::distributed;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
@@ -199,7 +201,10 @@ impl TrainTask for GraphTask {
         let mut acc = GradientsAccumulator::<GraphModel>::new();
         let (mut ce_sum, mut n3_sum) = (0.0, 0.0);
         for m in 0..ctx.grad_accum {
-            let start = ctx.step * self.cfg.train.batch_size as u64 + (m * micro) as u64;
+            // This rank's slice of global micro-batch m (global batch = batch_size × ranks).
+            let ranks = distributed::world_size();
+            let start = ((ctx.step as usize * self.cfg.train.batch_size + m * micro) * ranks
+                + distributed::rank() * micro) as u64;
             let batch: Vec<Triple> = (0..micro as u64).map(|i| self.edge_at(start + i)).collect();
             let (ce, n3) = self.loss(&batch);
             ce_sum += scalar(&ce);
@@ -214,9 +219,8 @@ impl TrainTask for GraphTask {
             ("cross_entropy".to_string(), ce_sum / k),
             ("n3".to_string(), n3_sum / k),
         ]);
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
         Ok(metrics)
     }

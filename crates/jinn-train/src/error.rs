@@ -52,6 +52,13 @@ pub enum TrainError {
         /// What was wrong and what was expected.
         reason: String,
     },
+    /// A data-parallel run that cannot go on: ranks disagree, a rank stopped answering, or
+    /// the process group reported an error ([`crate::distributed`]).
+    #[error("data-parallel run: {reason}")]
+    Distributed {
+        /// What went wrong and, where known, which rank.
+        reason: String,
+    },
     /// An error from the data layer (atomic writes, loader positions).
     #[error(transparent)]
     Data(#[from] jinn_data::DataError),
@@ -66,6 +73,11 @@ impl TrainError {
     /// A [`TrainError::Io`] on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         TrainError::Io { path: path.into(), source }
+    }
+
+    /// A [`TrainError::Distributed`] saying `reason`.
+    pub fn distributed(reason: impl Into<String>) -> Self {
+        TrainError::Distributed { reason: reason.into() }
     }
 
     /// A [`TrainError::Checkpoint`] for `path`.

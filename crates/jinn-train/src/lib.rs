@@ -9,6 +9,7 @@
 pub mod checkpoint;
 pub mod checkpoint_writer;
 pub mod config;
+pub mod distributed;
 pub mod error;
 pub mod metrics_log;
 pub mod optim;

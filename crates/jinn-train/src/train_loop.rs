@@ -8,12 +8,22 @@
 //! [`jinn_data::rng`], (b) restores its loader position from the checkpoint, and (c) keeps
 //! no other state across steps outside the checkpoint (put such state in
 //! [`TrainState::extra`]). The loop itself is a pure function of the step.
+//!
+//! **Data parallelism.** With a process group installed ([`crate::distributed`]) every rank
+//! runs this loop: tasks average gradients over ranks in
+//! [`StepContext::finish_gradients`], logged metrics are averaged over ranks, and rank 0 alone
+//! validates and writes metrics, images and checkpoints. All ranks resume from the same
+//! checkpoint (checked), whatever the number of ranks that wrote it.
 
 use crate::checkpoint::{latest_good, remove_stale_temp_dirs, Checkpoint, CheckpointData, TrainState};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::config::TrainConfig;
+use crate::distributed::{self, average_gradients, ensure_same_on_all_ranks, mean_over_ranks, Collective};
 use crate::error::{Result, TrainError};
 use crate::metrics_log::{MetricRecord, RunLogger};
+use crate::optim::clip_global_norm;
+use burn::module::Module;
+use burn::optim::GradientsParams;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -32,8 +42,30 @@ pub struct StepContext {
     pub grad_accum: usize,
     /// Global-norm clipping threshold, if any ([`crate::optim::clip_global_norm`]).
     pub clip_norm: Option<f64>,
-    /// The run seed.
+    /// Seed of the step's random draws: the run seed, or on rank `r > 0` of a data-parallel
+    /// run the seed [`distributed::rank_seed`] derives from it (independent masks per rank).
     pub seed: u64,
+}
+
+impl StepContext {
+    /// What every task does between backward and the optimiser step: in a data-parallel run,
+    /// replace `grads` by their mean over ranks ([`distributed::average_gradients`]); then,
+    /// with `clip_norm` set, clip to the global norm and record it as `grad_norm` in
+    /// `metrics`. Every rank then holds the same gradients and takes the same update.
+    pub fn finish_gradients<M: Module>(
+        &self,
+        model: &M,
+        grads: &mut GradientsParams,
+        metrics: &mut Metrics,
+    ) -> Result<()> {
+        if let Some(group) = distributed::collective() {
+            average_gradients(model, grads, group)?;
+        }
+        if let Some(max) = self.clip_norm {
+            metrics.insert("grad_norm".into(), clip_global_norm(model, grads, max));
+        }
+        Ok(())
+    }
 }
 
 /// A model's side of training.
@@ -135,8 +167,12 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     observer: &mut O,
 ) -> Result<RunSummary> {
     train.validate()?;
+    let group = distributed::collective();
+    let leader = group.is_none_or(|g| g.rank() == 0);
     std::fs::create_dir_all(&opts.run_dir).map_err(|e| TrainError::io(&opts.run_dir, e))?;
-    remove_stale_temp_dirs(&opts.run_dir)?;
+    if leader {
+        remove_stale_temp_dirs(&opts.run_dir)?;
+    }
 
     let (mut step, skipped) = if opts.resume {
         let found = latest_good(&opts.run_dir)?;
@@ -151,10 +187,29 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     } else {
         (0, Vec::new())
     };
+    if let Some(g) = group {
+        ensure_same_on_all_ranks(g, step, "the step to start from (each rank's newest good checkpoint)")?;
+        if leader {
+            tracing::info!(
+                "data-parallel over {} ranks: global batch = {} per rank × {} ranks = {}",
+                g.size(),
+                train.batch_size,
+                g.size(),
+                train.batch_size * g.size()
+            );
+        }
+    }
     let start_step = step;
     let resumed = opts.resume && step > 0;
-    let mut logger = RunLogger::open(&opts.run_dir, resumed.then_some(step), opts.metrics_head_len)?;
-    let mut writer = CheckpointWriter::spawn(opts.run_dir.clone(), train.keep_last, train.keep_every)?;
+    // Rank 0 alone writes metrics and checkpoints.
+    let mut logger = match leader {
+        true => Some(RunLogger::open(&opts.run_dir, resumed.then_some(step), opts.metrics_head_len)?),
+        false => None,
+    };
+    let mut writer = match leader {
+        true => Some(CheckpointWriter::spawn(opts.run_dir.clone(), train.keep_last, train.keep_every)?),
+        false => None,
+    };
     let end = opts.stop_at.map_or(train.steps, |s| s.min(train.steps));
     let every = |n: u64, s: u64| n > 0 && s.is_multiple_of(n);
     observer.on_start(start_step, end);
@@ -166,15 +221,22 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
             lr,
             grad_accum: train.grad_accum,
             clip_norm: train.clip_norm,
-            seed: train.seed,
+            seed: distributed::rank_seed(train.seed, distributed::rank()),
         };
         let started = Instant::now();
         let mut metrics = task.train_step(&ctx)?;
         let step_time = started.elapsed();
         step += 1;
+        let logged = every(train.log_every, step) || step == end;
+        if let (Some(g), true) = (group, logged) {
+            average_metrics(g, &mut metrics)?;
+        }
         metrics.insert("lr".into(), lr);
         observer.on_step(&StepReport { step, start_step, end_step: end, step_time, metrics: &metrics });
-        if every(train.log_every, step) || step == end {
+        let (Some(logger), Some(writer)) = (logger.as_mut(), writer.as_mut()) else {
+            continue; // not rank 0: nothing to validate or write
+        };
+        if logged {
             logger.log(MetricRecord::now(step, "train", metrics))?;
         }
         if every(train.val_every, step) {
@@ -200,11 +262,24 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
             writer.submit(task.snapshot(state)?)?;
         }
     }
-    logger.flush()?;
-    writer.finish()?;
+    if let (Some(mut logger), Some(writer)) = (logger, writer) {
+        logger.flush()?;
+        writer.finish()?;
+    }
     let summary = RunSummary { start_step, end_step: step, skipped_checkpoints: skipped };
     observer.on_finish(&summary);
     Ok(summary)
+}
+
+/// Replace `metrics` by their means over the ranks of `group`. Every rank must log the same
+/// metric names (the map is sorted, so in the same order); the counts are checked first.
+pub(crate) fn average_metrics(group: &dyn Collective, metrics: &mut Metrics) -> Result<()> {
+    let names: Vec<&String> = metrics.keys().collect();
+    ensure_same_on_all_ranks(group, names.len() as u64, &format!("the number of metrics (here {names:?})"))?;
+    let mut values: Vec<f64> = metrics.values().copied().collect();
+    mean_over_ranks(group, &mut values)?;
+    metrics.values_mut().zip(values).for_each(|(m, v)| *m = v);
+    Ok(())
 }
 
 #[cfg(test)]

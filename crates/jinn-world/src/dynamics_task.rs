@@ -30,7 +30,6 @@ use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
@@ -236,9 +235,8 @@ impl TrainTask for DynamicsTask {
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics(false);
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
         Ok(metrics)
     }

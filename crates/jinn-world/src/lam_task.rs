@@ -37,7 +37,6 @@ use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
@@ -203,9 +202,8 @@ impl TrainTask for LamTask {
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics();
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
         let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
         let resets = self.tracker.step(&step_usage, &mut rng).map_err(model_err)?;

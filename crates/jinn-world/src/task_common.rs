@@ -71,24 +71,28 @@ pub(crate) fn open_splits(
     Ok((train_data, val_data))
 }
 
-/// The training loader's config.
+/// The training loader's config: this rank's shard of every global batch in a data-parallel
+/// run ([`jinn_train::distributed`]), the whole batch otherwise.
 pub(crate) fn loader_config(train: &TrainConfig, data: &DataConfig) -> LoaderConfig {
     LoaderConfig {
         batch_size: train.micro_batch(),
         seq_len: data.seq_len,
         seed: train.seed,
-        rank: 0,
-        world_size: 1,
+        rank: jinn_train::distributed::rank(),
+        world_size: jinn_train::distributed::world_size(),
         threads: data.loader_threads,
         prefetch: data.prefetch,
     }
 }
 
-/// A fresh validation loader (same clips every time: seeded from the run seed).
+/// A fresh validation loader (same clips every time: seeded from the run seed; unsharded, as
+/// rank 0 alone validates in a data-parallel run).
 pub(crate) fn val_loader(train: &TrainConfig, data: &DataConfig, split: Arc<Dataset>) -> Result<Loader> {
     let cfg = LoaderConfig {
         seed: derive_seed(train.seed, "val-loader", 0),
         threads: 0,
+        rank: 0,
+        world_size: 1,
         ..loader_config(train, data)
     };
     Ok(Loader::new(split, cfg)?)

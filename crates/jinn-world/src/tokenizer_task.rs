@@ -37,7 +37,6 @@ use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
@@ -194,9 +193,8 @@ impl TrainTask for TokenizerTask {
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics();
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
         if let Some(tracker) = &mut self.tracker {
             let mut rng = rng_for(ctx.seed, "tokenizer-code-reset", ctx.step);

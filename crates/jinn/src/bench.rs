@@ -4,6 +4,8 @@
 mod data;
 mod graph;
 mod lm;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod rev;
 mod sample;
 mod serve;
@@ -42,6 +44,10 @@ pub enum BenchCommand {
     Sfd(sfd::SfdBenchArgs),
     /// World-model rollout frames/s: causal and MaskGIT sampling with vs without KV caches.
     Sample(sample::SampleBenchArgs),
+    /// Tokenizer training samples/s of N data-parallel ranks vs 1 rank under mpirun
+    /// (interleaved runs; build with --features mpi).
+    #[cfg(feature = "mpi")]
+    Mpi(mpi::MpiBenchArgs),
 }
 
 /// Run a benchmark.
@@ -56,5 +62,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Serve(a) => serve::run(a),
         BenchCommand::Sample(a) => sample::run(a),
         BenchCommand::Sfd(a) => sfd::run(a),
+        #[cfg(feature = "mpi")]
+        BenchCommand::Mpi(a) => mpi::run(a),
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! `cpu` (the default) is Burn's pure-Rust flex backend and always available. `wgpu` (Vulkan,
 //! Metal, WebGPU) and `cuda` need the binary built with `--features wgpu` / `--features cuda`;
-//! asking for them otherwise is an error that says how to rebuild.
+//! asking for them otherwise is an error that says how to rebuild. `wgpu:local` / `cuda:local`
+//! pick the GPU numbered by the process's node-local rank under an MPI launcher (one GPU per
+//! rank with one command line: `mpirun -np 8 jinn train … --device wgpu:local`).
 
 use burn::tensor::Device;
 use std::fmt;
@@ -60,11 +62,13 @@ impl fmt::Display for DeviceSpec {
 impl FromStr for DeviceSpec {
     type Err = String;
 
-    /// `cpu`, `wgpu`, `wgpu:N`, `cuda`, `cuda:N` (case-insensitive). Used directly as a clap
-    /// value type: `#[arg(long, default_value = "cpu")] device: DeviceSpec`.
+    /// `cpu`, `wgpu`, `wgpu:N`, `wgpu:local`, `cuda`, `cuda:N`, `cuda:local`
+    /// (case-insensitive). Used directly as a clap value type: `#[arg(long, default_value =
+    /// "cpu")] device: DeviceSpec`.
     fn from_str(s: &str) -> Result<Self, String> {
         let lower = s.trim().to_ascii_lowercase();
         let (name, index) = match lower.split_once(':') {
+            Some((n, "local")) => (n, local_rank()),
             Some((n, i)) => {
                 let index = i.parse::<usize>().map_err(|_| {
                     format!("device '{s}': the index after ':' must be a GPU number such as 0, got '{i}'")
@@ -88,6 +92,15 @@ impl FromStr for DeviceSpec {
         }
         Ok(spec)
     }
+}
+
+/// Variables in which MPI launchers (OpenMPI, MPICH/Hydra, Slurm) give a process its rank
+/// among the processes on its node.
+const LOCAL_RANK_VARS: [&str; 3] = ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"];
+
+/// This process's node-local rank under an MPI launcher; 0 otherwise.
+fn local_rank() -> usize {
+    LOCAL_RANK_VARS.iter().find_map(|v| std::env::var(v).ok()?.trim().parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -127,5 +140,9 @@ mod tests {
     fn cuda_without_its_feature_says_how_to_rebuild() {
         let e = "cuda:1".parse::<DeviceSpec>().unwrap_err();
         assert!(e.contains("--features cuda"), "{e}");
+        // `local` is understood as an index (the missing backend is the complaint).
+        let e = "cuda:local".parse::<DeviceSpec>().unwrap_err();
+        assert!(e.contains("--features cuda"), "{e}");
+        assert!("cpu:local".parse::<DeviceSpec>().unwrap_err().contains("expected cpu"));
     }
 }

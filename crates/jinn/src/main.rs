@@ -10,6 +10,8 @@ mod eval;
 mod graph;
 mod lm;
 mod logging;
+#[cfg(feature = "mpi")]
+mod mpi_launch;
 mod play;
 mod plot;
 mod progress;
@@ -65,7 +67,10 @@ fn main() -> anyhow::Result<()> {
     alloc_tuning::keep_freed_tensor_buffers();
     logging::init();
     let cli = Cli::parse();
-    match cli.command {
+    // Under mpirun: join the job (data-parallel training; see README "Multi-process training").
+    #[cfg(feature = "mpi")]
+    let mpi_job = mpi_launch::join_if_launched()?;
+    let result = match cli.command {
         Command::Data(cmd) => data::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Train(cmd) => train::run(cmd),
@@ -77,5 +82,10 @@ fn main() -> anyhow::Result<()> {
         Command::Play(a) => play::run(a),
         Command::Sample(a) => sample::run(a),
         Command::Demo(a) => demo::run(a),
+    };
+    #[cfg(feature = "mpi")]
+    if let Some(job) = mpi_job {
+        job.finish(&result);
     }
+    result
 }

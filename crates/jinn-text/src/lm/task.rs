@@ -3,7 +3,10 @@
 //! **Batches.** A training sample is a window of `max_seq + 1` consecutive tokens of the
 //! training shard (inputs: the first `max_seq`, targets: the last `max_seq`), its start drawn
 //! from `rng_for(seed, "lm-batch", step · grad_accum + micro)`. A batch is a pure function of
-//! `(seed, step)`, so a resumed run repeats the uninterrupted one with no loader state.
+//! `(seed, step)`, so a resumed run repeats the uninterrupted one with no loader state. In a
+//! data-parallel run ([`jinn_train::distributed`]) each micro-batch draws the starts of the
+//! global micro-batch (`micro × ranks`) and rank `r` trains on the `r`-th slice, so the data
+//! order is the same whatever the number of ranks.
 //!
 //! **Validation** uses fixed windows spread evenly over the held-out shard (the same every
 //! time): `loss` (nats per token) and `bits_per_byte` (`loss / ln 2 × tokens / bytes` of
@@ -19,7 +22,7 @@ use jinn_data::rng::rng_for;
 use jinn_nn::reversible::Engine;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::optim::clip_global_norm;
+use jinn_train::distributed;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
@@ -230,9 +233,13 @@ impl TrainTask for LmTask {
         let mut acc = GradientsAccumulator::<LanguageModel>::new();
         let mut loss_sum = 0.0;
         for m in 0..ctx.grad_accum {
-            let mut rng = rng_for(ctx.seed, "lm-batch", ctx.step * ctx.grad_accum as u64 + m as u64);
-            let starts: Vec<usize> =
-                (0..micro).map(|_| rng.random_range(0..self.data.train.len() - seq)).collect();
+            let mut rng =
+                rng_for(self.cfg.train.seed, "lm-batch", ctx.step * ctx.grad_accum as u64 + m as u64);
+            let starts: Vec<usize> = (0..micro * distributed::world_size())
+                .map(|_| rng.random_range(0..self.data.train.len() - seq))
+                .skip(distributed::rank() * micro) // this rank's slice of the global micro-batch
+                .take(micro)
+                .collect();
             let (x, y) = inputs_targets(&self.data.train, &starts, seq, &device);
             let (loss, grads) =
                 self.model.forward_backward(x, y, ctx.grad_accum as f64, self.engine.as_mut())?;
@@ -241,9 +248,8 @@ impl TrainTask for LmTask {
         }
         let mut grads = acc.grads();
         let mut metrics = Metrics::from([("loss".to_string(), loss_sum / ctx.grad_accum as f64)]);
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         if let Some(stats) = self.engine.as_ref().map(Engine::stats) {
             metrics.insert("reconstruction_fallbacks".into(), stats.fallbacks as f64);
         }

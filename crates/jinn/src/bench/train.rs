@@ -134,7 +134,7 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
 }
 
 /// A small breakout dataset (train split only) of the config's frame size in `dir`.
-fn generate_data(cfg: &TokenizerRunConfig, dir: &std::path::Path) -> anyhow::Result<()> {
+pub(crate) fn generate_data(cfg: &TokenizerRunConfig, dir: &std::path::Path) -> anyhow::Result<()> {
     let m = &cfg.model;
     if m.channels != 3 {
         bail!(

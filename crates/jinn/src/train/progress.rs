@@ -12,8 +12,11 @@ pub const LINE_INTERVAL: Duration = Duration::from_secs(10);
 /// Smoothing of the ms/step estimate (weight of the newest step).
 const EMA_WEIGHT: f64 = 0.1;
 
-/// A [`RunObserver`] that shows training progress on stderr.
+/// A [`RunObserver`] that shows training progress on stderr (on rank 0 only in a
+/// data-parallel run).
 pub struct TrainProgress {
+    /// Not rank 0 of a data-parallel run: show nothing.
+    quiet: bool,
     bar: Option<ProgressBar>,
     last_line: Instant,
     ms_per_step: Option<f64>,
@@ -26,7 +29,8 @@ impl TrainProgress {
     }
 
     fn with_bar(bar: bool) -> Self {
-        let bar = bar.then(|| {
+        let quiet = !jinn_train::distributed::is_leader();
+        let bar = (bar && !quiet).then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
                 ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  [{elapsed_precise}<{eta}]")
@@ -34,7 +38,7 @@ impl TrainProgress {
             );
             bar
         });
-        TrainProgress { bar, last_line: Instant::now(), ms_per_step: None }
+        TrainProgress { quiet, bar, last_line: Instant::now(), ms_per_step: None }
     }
 
     /// `loss 0.1234  850 ms/step`.
@@ -56,6 +60,9 @@ pub fn format_eta(d: Duration) -> String {
 
 impl RunObserver for TrainProgress {
     fn on_start(&mut self, start_step: u64, end_step: u64) {
+        if self.quiet {
+            return;
+        }
         match &self.bar {
             Some(bar) => {
                 bar.set_length(end_step);
@@ -67,6 +74,9 @@ impl RunObserver for TrainProgress {
     }
 
     fn on_step(&mut self, r: &StepReport<'_>) {
+        if self.quiet {
+            return;
+        }
         let ms = r.step_time.as_secs_f64() * 1000.0;
         self.ms_per_step = Some(self.ms_per_step.map_or(ms, |m| m + EMA_WEIGHT * (ms - m)));
         let msg = self.message(r.metrics);
@@ -87,6 +97,9 @@ impl RunObserver for TrainProgress {
     }
 
     fn on_validation(&mut self, step: u64, metrics: &Metrics) {
+        if self.quiet {
+            return;
+        }
         let m: Vec<String> = ["loss", "psnr", "ssim"]
             .iter()
             .filter_map(|k| metrics.get(*k).map(|v| format!("{k} {v:.4}")))

@@ -18,7 +18,11 @@ pub fn check_fresh_out(out: &Path, resume: bool) -> anyhow::Result<()> {
 
 /// Print the steps run, the time per step, skipped checkpoints and the last metrics.
 /// `secs` is the wall time of the whole run.
+/// Only rank 0 of a data-parallel run prints (it alone wrote the metrics).
 pub fn print_summary(summary: &RunSummary, secs: f64, out: &Path) -> anyhow::Result<()> {
+    if !jinn_train::distributed::is_leader() {
+        return Ok(());
+    }
     let steps = summary.end_step - summary.start_step;
     println!(
         "steps {}..{} in {secs:.1} s ({:.0} ms/step, including validation and checkpoints)",
