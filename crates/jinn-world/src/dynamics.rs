@@ -30,6 +30,9 @@ pub enum DynamicsKind {
     MaskGit,
     /// Next token within the frame, spatial and temporal causal attention ([`causal`]).
     Causal,
+    /// Diffusion forcing on an MAE tokenizer's continuous latents
+    /// ([`crate::diffusion::DiffusionDynamics`]).
+    Diffusion,
 }
 
 impl std::str::FromStr for DynamicsKind {
@@ -38,7 +41,10 @@ impl std::str::FromStr for DynamicsKind {
         match s {
             "maskgit" => Ok(DynamicsKind::MaskGit),
             "causal" => Ok(DynamicsKind::Causal),
-            other => Err(format!("unknown dynamics kind `{other}`; expected `maskgit` or `causal`")),
+            "diffusion" => Ok(DynamicsKind::Diffusion),
+            other => {
+                Err(format!("unknown dynamics kind `{other}`; expected `maskgit`, `causal` or `diffusion`"))
+            }
         }
     }
 }
@@ -50,7 +56,7 @@ impl std::str::FromStr for DynamicsKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DynamicsConfig {
-    /// MaskGIT or causal.
+    /// MaskGIT, causal or diffusion.
     pub kind: DynamicsKind,
     /// Transformer width `M`.
     pub model_dim: usize,
@@ -72,6 +78,10 @@ pub struct DynamicsConfig {
     /// G = FFN) instead of the axial blocks, trained with memory-free backprop
     /// ([`crate::genie::reversible`]).
     pub reversible: bool,
+    /// Diffusion only: the number of noise levels `K` (levels `k/K`, `k = 0..K−1`); the
+    /// sampler denoises a frame in `K` steps. Stored with the model (Jasmine's
+    /// `diffusion_denoise_steps`, which must be passed to training and sampling alike).
+    pub denoise_steps: usize,
 }
 
 impl Default for DynamicsConfig {
@@ -86,6 +96,7 @@ impl Default for DynamicsConfig {
             z_loss_weight: 0.0,
             action_dim: 32,
             reversible: false,
+            denoise_steps: 64,
         }
     }
 }
@@ -94,6 +105,13 @@ impl DynamicsConfig {
     /// Build the network for a codebook of `num_codes` tokens and actions of width
     /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), spec §1.7).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
+        if self.kind == DynamicsKind::Diffusion {
+            return Err(NnError::InvalidConfig {
+                field: "kind",
+                reason: "diffusion dynamics work on continuous latents; build them with init_diffusion"
+                    .into(),
+            });
+        }
         if !(0.0..1.0).contains(&self.mask_limit) {
             return Err(NnError::InvalidConfig {
                 field: "mask_limit",

@@ -14,9 +14,10 @@
 //! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
 //! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
 
-use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind};
+use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig};
 use crate::lam::{Lam, LamConfig};
-use crate::tokenizer::{Tokenizer, TokenizerConfig};
+use crate::mae::MaeTokenizer;
+use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use crate::tokenizer_task::TOKENIZER_KIND;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Distribution, Int, Tensor};
@@ -222,18 +223,14 @@ impl Genie {
         let dims = tokens.dims();
         let device = tokens.device();
         let (latent, lam_indices) = self.latent_actions(videos, actions)?; // [b, t−1, la]
-        let (logits, loss_positions, weight) = match self.dynamics.kind() {
-            DynamicsKind::MaskGit => {
-                let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
-                let mask_t = maskgit::mask_tensor(&mask, dims, &device);
-                let logits =
-                    self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
-                (logits, mask, mask_t.float())
-            }
-            DynamicsKind::Causal => {
-                let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
-                (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
-            }
+        let (logits, loss_positions, weight) = if self.dynamics.causal {
+            let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
+            (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
+        } else {
+            let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
+            let mask_t = maskgit::mask_tensor(&mask, dims, &device);
+            let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
+            (logits, mask, mask_t.float())
         };
         let (ce, z_loss) = weighted_token_losses(logits.clone(), tokens.clone(), weight);
         let loss = ce.clone() + z_loss.clone() * self.dynamics.z_loss_weight;
@@ -290,11 +287,40 @@ pub fn component_checkpoint<C: DeserializeOwned>(run_dir: &Path, kind: &str) -> 
     Ok((ckpt, cfg))
 }
 
-/// Load the tokenizer of a tokenizer run (newest good checkpoint, stored config).
+/// Load the VQ tokenizer of a tokenizer run (newest good checkpoint, stored config); an MAE
+/// run is an error that says so.
 pub fn load_tokenizer(run_dir: &Path, device: &Device) -> Result<(Tokenizer, TokenizerConfig)> {
-    let (ckpt, cfg) = component_checkpoint::<TokenizerConfig>(run_dir, TOKENIZER_KIND)?;
+    let (ckpt, cfg) = tokenizer_checkpoint(run_dir, TokenizerKind::Vq)?;
     let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
     Ok((ckpt.load_model(model)?, cfg))
+}
+
+/// Load the MAE tokenizer of a tokenizer run trained with `--kind mae`; a VQ run is an error
+/// that says so.
+pub fn load_mae_tokenizer(run_dir: &Path, device: &Device) -> Result<(MaeTokenizer, TokenizerConfig)> {
+    let (ckpt, cfg) = tokenizer_checkpoint(run_dir, TokenizerKind::Mae)?;
+    let model = cfg.init_mae(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    Ok((ckpt.load_model(model)?, cfg))
+}
+
+/// A tokenizer run's newest good checkpoint, which must hold a tokenizer of `kind`.
+fn tokenizer_checkpoint(run_dir: &Path, kind: TokenizerKind) -> Result<(Checkpoint, TokenizerConfig)> {
+    let (ckpt, cfg) = component_checkpoint::<TokenizerConfig>(run_dir, TOKENIZER_KIND)?;
+    if cfg.kind != kind {
+        let needs = match kind {
+            TokenizerKind::Vq => {
+                "MaskGIT and causal dynamics need a VQ tokenizer (jinn train tokenizer --kind vq)"
+            }
+            TokenizerKind::Mae => {
+                "diffusion dynamics need an MAE tokenizer (jinn train tokenizer --kind mae)"
+            }
+        };
+        return Err(TrainError::checkpoint(
+            &ckpt.dir,
+            format!("holds a `{}` tokenizer (model.kind); {needs}", cfg.kind),
+        ));
+    }
+    Ok((ckpt, cfg))
 }
 
 /// Load the LAM of a LAM run (newest good checkpoint, stored config), decoder dropped.

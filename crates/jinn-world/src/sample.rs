@@ -142,10 +142,8 @@ pub fn sample(
     let mut logits = Vec::with_capacity(b * (frames - c) * n * v);
     for f in c..frames {
         state.start_frame(f);
-        let frame_logits = match dynamics.kind() {
-            DynamicsKind::MaskGit => state.maskgit_frame(f, cfg)?,
-            DynamicsKind::Causal => state.causal_frame(f, cfg)?,
-        }; // [b, n, v]
+        let frame_logits =
+            if dynamics.causal { state.causal_frame(f, cfg)? } else { state.maskgit_frame(f, cfg)? }; // [b, n, v]
         logits.extend(frame_logits);
     }
     // Reorder [S−C, B, N, V] → [B, S−C, N, V].
