@@ -259,15 +259,9 @@ impl Dynamics {
         Ok(out.slice([0..b, 0..t, first..first + n, 0..v])) // [b, t, n, v]
     }
 
-    /// The action slot `[B, T, 1, M]`: zero for frame 0, `action_up(a_t)` for frame `t ≥ 1`.
-    fn action_slot(&self, actions: Tensor<3>, [b, t, m]: [usize; 3]) -> Tensor<4> {
-        let zero = Tensor::<4>::zeros([b, 1, 1, m], &actions.device()); // [b, 1, 1, m]
-        if t == 1 {
-            return zero;
-        }
-        let la = actions.dims()[2];
-        let up = self.action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, m]
-        Tensor::cat(vec![zero, up], 1) // [b, t, 1, m]
+    /// The action slot `[B, T, 1, M]` ([`action_slots`]).
+    fn action_slot(&self, actions: Tensor<3>, dims: [usize; 3]) -> Tensor<4> {
+        action_slots(&self.action_up, actions, dims)
     }
 
     fn check_inputs(
@@ -296,6 +290,18 @@ impl Dynamics {
             _ => Ok(()),
         }
     }
+}
+
+/// The action slot of every frame `[B, T, 1, W]` for actions `[B, T−1, La]`: zero for frame 0,
+/// `action_up(a_t)` (`La → W`) for frame `t ≥ 1` (spec §2.4 step 3, §2.6 step 3).
+pub(crate) fn action_slots(action_up: &Linear, actions: Tensor<3>, [b, t, w]: [usize; 3]) -> Tensor<4> {
+    let zero = Tensor::<4>::zeros([b, 1, 1, w], &actions.device()); // [b, 1, 1, w]
+    if t == 1 {
+        return zero;
+    }
+    let la = actions.dims()[2];
+    let up = action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, w]
+    Tensor::cat(vec![zero, up], 1) // [b, t, 1, w]
 }
 
 /// Cross-entropy and z-loss averaged over the positions where `weight` `[B, T, N]` is 1:

@@ -14,7 +14,7 @@
 //! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
 //! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
 
-use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig};
+use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind};
 use crate::lam::{Lam, LamConfig};
 use crate::mae::MaeTokenizer;
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
@@ -71,12 +71,46 @@ impl GenieConfig {
     /// their weights with [`assemble_genie`] or a whole checkpoint with [`load_genie`]).
     pub fn init(&self, device: &Device) -> std::result::Result<Genie, NnError> {
         let t = &self.tokenizer;
-        let la = self.action_dim();
-        let (lam, action_embed) = match &self.actions {
+        let (lam, action_embed) = self.actions.init_source(t, device)?;
+        Ok(Genie {
+            tokenizer: t.init(device)?.no_grad(),
+            lam,
+            action_embed,
+            dynamics: self.dynamics.init(t.num_codes, self.action_dim(), device)?,
+        })
+    }
+
+    /// The action width `La` the dynamics model expects.
+    pub fn action_dim(&self) -> usize {
+        self.actions.action_dim()
+    }
+}
+
+/// A fresh action source: a LAM encoder (frozen unless co-trained) or a ground-truth
+/// embedding table.
+pub(crate) type ActionModules = (Option<Lam>, Option<Param<Tensor<2>>>);
+
+impl ActionConfig {
+    /// The action width `La`.
+    pub fn action_dim(&self) -> usize {
+        match self {
+            ActionConfig::Lam { lam, .. } => lam.latent_dim,
+            ActionConfig::Gt { action_dim, .. } => *action_dim,
+        }
+    }
+
+    /// Fresh modules of this action source for the frames of tokenizer `t` (a LAM's encoder,
+    /// frozen unless co-trained, or an embedding table `[num_actions, La]` ~ N(0, 1/La)).
+    pub(crate) fn init_source(
+        &self,
+        t: &TokenizerConfig,
+        device: &Device,
+    ) -> std::result::Result<ActionModules, NnError> {
+        match self {
             ActionConfig::Lam { lam, co_train } => {
                 check_lam_fits(lam, t)?;
                 let model = lam.init_encoder(device)?;
-                (Some(if *co_train { model } else { model.no_grad() }), None)
+                Ok((Some(if *co_train { model } else { model.no_grad() }), None))
             }
             ActionConfig::Gt { num_actions, action_dim } => {
                 let (k, la) = (*num_actions, *action_dim);
@@ -87,27 +121,13 @@ impl GenieConfig {
                     });
                 }
                 let std = 1.0 / (la as f64).sqrt();
-                (
+                Ok((
                     None,
                     Some(lazy_param([k, la], device, move |d| {
                         Tensor::random([k, la], Distribution::Normal(0.0, std), d)
                     })),
-                )
+                ))
             }
-        };
-        Ok(Genie {
-            tokenizer: t.init(device)?.no_grad(),
-            lam,
-            action_embed,
-            dynamics: self.dynamics.init(t.num_codes, la, device)?,
-        })
-    }
-
-    /// The action width `La` the dynamics model expects.
-    pub fn action_dim(&self) -> usize {
-        match &self.actions {
-            ActionConfig::Lam { lam, .. } => lam.latent_dim,
-            ActionConfig::Gt { action_dim, .. } => *action_dim,
         }
     }
 }
@@ -167,35 +187,7 @@ impl Genie {
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
     ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
-        let [b, t, ..] = videos.dims();
-        if let Some(lam) = &self.lam {
-            let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
-            let l = out.z_q.dims()[1];
-            return Ok((out.z_q.reshape([b, tm1, l]), Some(out.indices)));
-        }
-        let table = self.action_embed.as_ref().expect("a Genie has a LAM or action embeddings").val();
-        let [k, la] = table.dims();
-        let actions = actions.ok_or_else(|| NnError::InvalidConfig {
-            field: "actions",
-            reason: "this model embeds ground-truth actions but the batch carries none".into(),
-        })?;
-        if actions.dims() != [b, t] {
-            return Err(NnError::Shape {
-                what: "actions [B, T]",
-                expected: format!("[{b}, {t}]"),
-                got: format!("{:?}", actions.dims()),
-            });
-        }
-        let host: Vec<i64> = actions.clone().try_into_vec_as::<i64>().expect("integer tensor data");
-        if let Some(bad) = host.iter().find(|&&a| a < 0 || a as usize >= k) {
-            return Err(NnError::Shape {
-                what: "action id",
-                expected: format!("in 0..{k}"),
-                got: bad.to_string(),
-            });
-        }
-        let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
-        Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
+        infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), videos, actions)
     }
 
     /// Dynamics training/evaluation forward (spec §2.7): tokenise `videos` (frozen), get
@@ -240,11 +232,7 @@ impl Genie {
     /// The table action ids index `[K, La]`: the LAM's codebook (code `i` is the latent action
     /// the LAM emits as index `i`) or the recorded-action embeddings.
     pub fn action_table(&self) -> Tensor<2> {
-        match (&self.lam, &self.action_embed) {
-            (Some(lam), _) => lam.vq.codebook.val(),
-            (None, Some(embed)) => embed.val(),
-            (None, None) => unreachable!("a Genie has a LAM or action embeddings"),
-        }
+        action_table(self.lam.as_ref(), self.action_embed.as_ref())
     }
 
     /// Frames `[B, T, H, W, C]` decoded from the most likely token at every position.
@@ -262,6 +250,55 @@ impl Genie {
             lam: self.lam.map(|l| if co_train { l } else { l.no_grad() }),
             ..self
         }
+    }
+}
+
+/// Latent actions `[B, T−1, La]` for `videos` `[B, T, H, W, C]` from a LAM (with its code
+/// indices) or, from recorded `actions` `[B, T]`, an embedding table (see
+/// [`Genie::latent_actions`]).
+pub(crate) fn infer_actions(
+    lam: Option<&Lam>,
+    embed: Option<&Param<Tensor<2>>>,
+    videos: Tensor<5>,
+    actions: Option<Tensor<2, Int>>,
+) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
+    let [b, t, ..] = videos.dims();
+    if let Some(lam) = lam {
+        let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
+        let l = out.z_q.dims()[1];
+        return Ok((out.z_q.reshape([b, tm1, l]), Some(out.indices)));
+    }
+    let table = embed.expect("a world model has a LAM or action embeddings").val();
+    let [k, la] = table.dims();
+    let actions = actions.ok_or_else(|| NnError::InvalidConfig {
+        field: "actions",
+        reason: "this model embeds ground-truth actions but the batch carries none".into(),
+    })?;
+    if actions.dims() != [b, t] {
+        return Err(NnError::Shape {
+            what: "actions [B, T]",
+            expected: format!("[{b}, {t}]"),
+            got: format!("{:?}", actions.dims()),
+        });
+    }
+    let host: Vec<i64> = actions.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+    if let Some(bad) = host.iter().find(|&&a| a < 0 || a as usize >= k) {
+        return Err(NnError::Shape {
+            what: "action id",
+            expected: format!("in 0..{k}"),
+            got: bad.to_string(),
+        });
+    }
+    let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
+    Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
+}
+
+/// The table action ids index `[K, La]`: the LAM's codebook or the recorded-action embeddings.
+pub(crate) fn action_table(lam: Option<&Lam>, embed: Option<&Param<Tensor<2>>>) -> Tensor<2> {
+    match (lam, embed) {
+        (Some(lam), _) => lam.vq.codebook.val(),
+        (None, Some(embed)) => embed.val(),
+        (None, None) => unreachable!("a world model has a LAM or action embeddings"),
     }
 }
 
@@ -352,27 +389,50 @@ pub fn assemble_genie(
     dynamics: &DynamicsConfig,
     device: &Device,
 ) -> Result<(Genie, GenieConfig)> {
+    check_token_dynamics(dynamics, tokenizer_run)?;
     let (tokenizer, tokenizer_cfg) = load_tokenizer(tokenizer_run, device)?;
-    let (lam, actions) = match actions {
-        ActionSource::LamRun(dir) => {
-            let (lam, cfg) = load_lam(dir, device)?;
-            check_lam_fits(&cfg, &tokenizer_cfg).map_err(|e| TrainError::checkpoint(dir, e.to_string()))?;
-            (Some(lam), ActionConfig::Lam { lam: cfg, co_train: false })
-        }
-        ActionSource::CoTrain(cfg) => (None, ActionConfig::Lam { lam: cfg, co_train: true }),
-        ActionSource::GroundTruth { num_actions } => {
-            (None, ActionConfig::Gt { num_actions, action_dim: dynamics.action_dim })
-        }
-    };
+    let (lam, actions) = resolve_actions(actions, &tokenizer_cfg, dynamics.action_dim, device)?;
     let cfg = GenieConfig { tokenizer: tokenizer_cfg, actions, dynamics: dynamics.clone() };
     let fresh = cfg.init(device).map_err(|e| TrainError::config("model", e.to_string()))?;
     let genie = Genie { tokenizer, lam: lam.or(fresh.lam), ..fresh }.refreeze(&cfg);
     Ok((genie, cfg))
 }
 
+/// MaskGIT and causal dynamics only: diffusion dynamics are assembled by
+/// [`crate::diffusion_genie::assemble_diffusion_genie`].
+fn check_token_dynamics(dynamics: &DynamicsConfig, run: &Path) -> Result<()> {
+    if dynamics.kind == DynamicsKind::Diffusion {
+        return Err(TrainError::checkpoint(
+            run,
+            "diffusion dynamics are a separate world model (MAE tokenizer); use assemble_diffusion_genie / load_world",
+        ));
+    }
+    Ok(())
+}
+
+/// The action source's resolved config, with the trained LAM loaded from its run (frozen
+/// parts are refrozen by the caller) when one is given.
+pub(crate) fn resolve_actions(
+    actions: ActionSource<'_>,
+    tokenizer_cfg: &TokenizerConfig,
+    action_dim: usize,
+    device: &Device,
+) -> Result<(Option<Lam>, ActionConfig)> {
+    Ok(match actions {
+        ActionSource::LamRun(dir) => {
+            let (lam, cfg) = load_lam(dir, device)?;
+            check_lam_fits(&cfg, tokenizer_cfg).map_err(|e| TrainError::checkpoint(dir, e.to_string()))?;
+            (Some(lam), ActionConfig::Lam { lam: cfg, co_train: false })
+        }
+        ActionSource::CoTrain(cfg) => (None, ActionConfig::Lam { lam: cfg, co_train: true }),
+        ActionSource::GroundTruth { num_actions } => (None, ActionConfig::Gt { num_actions, action_dim }),
+    })
+}
+
 /// Load a whole Genie from a dynamics run (newest good checkpoint, stored [`GenieConfig`]).
 pub fn load_genie(run_dir: &Path, device: &Device) -> Result<(Genie, GenieConfig, u64)> {
     let (ckpt, cfg) = component_checkpoint::<GenieConfig>(run_dir, DYNAMICS_KIND)?;
+    check_token_dynamics(&cfg.dynamics, &ckpt.dir)?;
     let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
     let genie = ckpt.load_model(model)?.refreeze(&cfg);
     Ok((genie, cfg, ckpt.state.step))

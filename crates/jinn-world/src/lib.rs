@@ -3,6 +3,9 @@
 //! assembly into a world model ([`genie`]) and their training tasks.
 #![warn(missing_docs)]
 
+pub mod diffusion;
+pub mod diffusion_genie;
+pub mod diffusion_task;
 pub mod dynamics;
 pub mod dynamics_task;
 pub mod genie;
@@ -20,11 +23,14 @@ pub mod tokenizer_eval;
 pub mod tokenizer_task;
 pub mod world_eval;
 
+pub use diffusion::DiffusionDynamics;
+pub use diffusion_genie::{assemble_diffusion_genie, load_diffusion_genie, DiffusionGenie};
+pub use diffusion_task::DiffusionTask;
 pub use dynamics::{Dynamics, DynamicsConfig, DynamicsKind, TokenMetrics};
 pub use dynamics_task::{DynamicsRunConfig, DynamicsTask, GenieRunConfig};
 pub use genie::{
-    assemble_genie, load_genie, load_lam, load_tokenizer, ActionConfig, ActionSource, Genie, GenieConfig,
-    GenieOutput, DYNAMICS_KIND, LAM_KIND,
+    assemble_genie, load_genie, load_lam, load_mae_tokenizer, load_tokenizer, ActionConfig, ActionSource,
+    Genie, GenieConfig, GenieOutput, DYNAMICS_KIND, LAM_KIND,
 };
 pub use lam::{Lam, LamConfig, LamOutput};
 pub use lam_task::{LamRunConfig, LamTask};
