@@ -5,6 +5,7 @@
 
 pub mod diffusion;
 pub mod diffusion_genie;
+pub mod diffusion_sample;
 pub mod diffusion_task;
 pub mod dynamics;
 pub mod dynamics_task;
@@ -25,6 +26,7 @@ pub mod world_eval;
 
 pub use diffusion::DiffusionDynamics;
 pub use diffusion_genie::{assemble_diffusion_genie, load_diffusion_genie, DiffusionGenie};
+pub use diffusion_sample::sample_diffusion;
 pub use diffusion_task::DiffusionTask;
 pub use dynamics::{Dynamics, DynamicsConfig, DynamicsKind, TokenMetrics};
 pub use dynamics_task::{DynamicsRunConfig, DynamicsTask, GenieRunConfig};
