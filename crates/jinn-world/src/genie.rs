@@ -404,7 +404,8 @@ fn check_token_dynamics(dynamics: &DynamicsConfig, run: &Path) -> Result<()> {
     if dynamics.kind == DynamicsKind::Diffusion {
         return Err(TrainError::checkpoint(
             run,
-            "diffusion dynamics are a separate world model (MAE tokenizer); use assemble_diffusion_genie / load_world",
+            "holds diffusion dynamics (an MAE-tokenizer world model); this path takes MaskGIT or causal \
+             dynamics only (diffusion models: assemble_diffusion_genie / load_world, jinn sample, jinn eval world)",
         ));
     }
     Ok(())

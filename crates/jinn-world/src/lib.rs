@@ -23,6 +23,7 @@ pub mod tokenizer;
 pub mod tokenizer_eval;
 pub mod tokenizer_task;
 pub mod world_eval;
+pub mod world_model;
 
 pub use diffusion::DiffusionDynamics;
 pub use diffusion_genie::{assemble_diffusion_genie, load_diffusion_genie, DiffusionGenie};
@@ -42,3 +43,4 @@ pub use sample::{sample, Rollout, SamplerConfig};
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerKind, TokenizerOutput};
 pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};
 pub use world_eval::{WorldEval, WorldEvalConfig, WorldMetrics};
+pub use world_model::{load_world, Encoded, World, WorldModel};

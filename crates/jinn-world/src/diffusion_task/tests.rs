@@ -88,3 +88,13 @@ fn resumed_run_is_bit_identical_and_a_k_mismatch_is_refused() {
     let err = run(&mut task, &other.train, &opts(&full_dir, true, None, &other)).unwrap_err().to_string();
     assert!(err.contains("model.dynamics.denoise_steps") && err.contains('4') && err.contains('8'), "{err}");
 }
+
+#[test]
+fn demo_config_parses_and_builds_diffusion_dynamics() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/dynamics-diffusion.toml");
+    let cfg: crate::DynamicsRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
+    assert_eq!((cfg.model.kind, cfg.model.denoise_steps), (crate::DynamicsKind::Diffusion, 64));
+    cfg.train.validate().unwrap();
+    let model = cfg.model.init_diffusion(8, cfg.lam.latent_dim, &Device::flex()).unwrap();
+    assert_eq!((model.levels(), model.latent_dim(), model.action_dim()), (64, 8, 32));
+}

@@ -89,3 +89,20 @@ fn resumed_run_is_bit_identical_and_logs_metrics() {
     let err = MaeTask::from_config(&vq, &data, device).err().unwrap().to_string();
     assert!(err.contains("`vq` tokenizer config"), "{err}");
 }
+
+#[test]
+fn demo_config_parses_and_builds_an_mae_tokenizer() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer-mae.toml");
+    let cfg: TokenizerRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
+    assert_eq!(cfg.model.kind, TokenizerKind::Mae);
+    cfg.train.validate().unwrap();
+    let model = cfg.model.init_mae(&Device::flex()).unwrap();
+    assert_eq!((model.grid().num_patches(), model.latent_dim()), (64, 8));
+    // Same encoder/decoder shapes as the demo VQ tokenizer.
+    let vq_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer.toml");
+    let vq: TokenizerRunConfig = jinn_train::config::load(Some(&vq_path), &[]).unwrap();
+    let shape = |m: &TokenizerConfig| {
+        (m.height, m.width, m.patch, m.model_dim, m.ffn_dim, m.num_heads, m.encoder_blocks, m.decoder_blocks, m.latent_dim)
+    };
+    assert_eq!(shape(&cfg.model), shape(&vq.model));
+}
