@@ -102,7 +102,17 @@ fn demo_config_parses_and_builds_an_mae_tokenizer() {
     let vq_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer.toml");
     let vq: TokenizerRunConfig = jinn_train::config::load(Some(&vq_path), &[]).unwrap();
     let shape = |m: &TokenizerConfig| {
-        (m.height, m.width, m.patch, m.model_dim, m.ffn_dim, m.num_heads, m.encoder_blocks, m.decoder_blocks, m.latent_dim)
+        (
+            m.height,
+            m.width,
+            m.patch,
+            m.model_dim,
+            m.ffn_dim,
+            m.num_heads,
+            m.encoder_blocks,
+            m.decoder_blocks,
+            m.latent_dim,
+        )
     };
     assert_eq!(shape(&cfg.model), shape(&vq.model));
 }

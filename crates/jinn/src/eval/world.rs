@@ -70,7 +70,12 @@ pub fn run(a: EvalWorldArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let name = run.file_name().map_or_else(|| format!("run{i}"), |n| n.to_string_lossy().into_owned());
-        let one = EvalWorldArgs { ckpt: run.clone(), compare: Vec::new(), out: a.out.join(format!("{i}-{name}")), ..a.clone() };
+        let one = EvalWorldArgs {
+            ckpt: run.clone(),
+            compare: Vec::new(),
+            out: a.out.join(format!("{i}-{name}")),
+            ..a.clone()
+        };
         let (m, kind) = evaluate_world(&one)?;
         print_table(&m);
         rows.push(serde_json::json!({ "run": run, "kind": format!("{kind:?}"), "metrics": m }));
