@@ -59,8 +59,8 @@ fn corruption_and_weighted_loss_match_a_loop_reference() {
     let (loss, mse) = diffusion_loss(pred.clone(), x.clone(), tau);
     let (xv, pv, ev) = (floats(x), floats(pred), floats(noise));
     let (mut want_loss, mut want_mse) = (0.0f64, 0.0f64);
-    for frame in 0..b * t {
-        let tau = taus[frame] as f64;
+    for (frame, &tau) in taus.iter().enumerate() {
+        let tau = tau as f64;
         let mut sq = 0.0f64;
         for i in frame * n * l..(frame + 1) * n * l {
             let want = (1.0 - tau) * ev[i] as f64 + tau * xv[i] as f64;
