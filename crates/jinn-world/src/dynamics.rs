@@ -30,6 +30,9 @@ pub enum DynamicsKind {
     MaskGit,
     /// Next token within the frame, spatial and temporal causal attention ([`causal`]).
     Causal,
+    /// Diffusion forcing on an MAE tokenizer's continuous latents
+    /// ([`crate::diffusion::DiffusionDynamics`]).
+    Diffusion,
 }
 
 impl std::str::FromStr for DynamicsKind {
@@ -38,7 +41,10 @@ impl std::str::FromStr for DynamicsKind {
         match s {
             "maskgit" => Ok(DynamicsKind::MaskGit),
             "causal" => Ok(DynamicsKind::Causal),
-            other => Err(format!("unknown dynamics kind `{other}`; expected `maskgit` or `causal`")),
+            "diffusion" => Ok(DynamicsKind::Diffusion),
+            other => {
+                Err(format!("unknown dynamics kind `{other}`; expected `maskgit`, `causal` or `diffusion`"))
+            }
         }
     }
 }
@@ -50,7 +56,7 @@ impl std::str::FromStr for DynamicsKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DynamicsConfig {
-    /// MaskGIT or causal.
+    /// MaskGIT, causal or diffusion.
     pub kind: DynamicsKind,
     /// Transformer width `M`.
     pub model_dim: usize,
@@ -72,6 +78,10 @@ pub struct DynamicsConfig {
     /// G = FFN) instead of the axial blocks, trained with memory-free backprop
     /// ([`crate::genie::reversible`]).
     pub reversible: bool,
+    /// Diffusion only: the number of noise levels `K` (levels `k/K`, `k = 0..K−1`); the
+    /// sampler denoises a frame in `K` steps. Stored with the model (Jasmine's
+    /// `diffusion_denoise_steps`, which must be passed to training and sampling alike).
+    pub denoise_steps: usize,
 }
 
 impl Default for DynamicsConfig {
@@ -86,6 +96,7 @@ impl Default for DynamicsConfig {
             z_loss_weight: 0.0,
             action_dim: 32,
             reversible: false,
+            denoise_steps: 64,
         }
     }
 }
@@ -94,6 +105,13 @@ impl DynamicsConfig {
     /// Build the network for a codebook of `num_codes` tokens and actions of width
     /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), spec §1.7).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
+        if self.kind == DynamicsKind::Diffusion {
+            return Err(NnError::InvalidConfig {
+                field: "kind",
+                reason: "diffusion dynamics work on continuous latents; build them with init_diffusion"
+                    .into(),
+            });
+        }
         if !(0.0..1.0).contains(&self.mask_limit) {
             return Err(NnError::InvalidConfig {
                 field: "mask_limit",
@@ -241,15 +259,9 @@ impl Dynamics {
         Ok(out.slice([0..b, 0..t, first..first + n, 0..v])) // [b, t, n, v]
     }
 
-    /// The action slot `[B, T, 1, M]`: zero for frame 0, `action_up(a_t)` for frame `t ≥ 1`.
-    fn action_slot(&self, actions: Tensor<3>, [b, t, m]: [usize; 3]) -> Tensor<4> {
-        let zero = Tensor::<4>::zeros([b, 1, 1, m], &actions.device()); // [b, 1, 1, m]
-        if t == 1 {
-            return zero;
-        }
-        let la = actions.dims()[2];
-        let up = self.action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, m]
-        Tensor::cat(vec![zero, up], 1) // [b, t, 1, m]
+    /// The action slot `[B, T, 1, M]` ([`action_slots`]).
+    fn action_slot(&self, actions: Tensor<3>, dims: [usize; 3]) -> Tensor<4> {
+        action_slots(&self.action_up, actions, dims)
     }
 
     fn check_inputs(
@@ -278,6 +290,18 @@ impl Dynamics {
             _ => Ok(()),
         }
     }
+}
+
+/// The action slot of every frame `[B, T, 1, W]` for actions `[B, T−1, La]`: zero for frame 0,
+/// `action_up(a_t)` (`La → W`) for frame `t ≥ 1` (spec §2.4 step 3, §2.6 step 3).
+pub(crate) fn action_slots(action_up: &Linear, actions: Tensor<3>, [b, t, w]: [usize; 3]) -> Tensor<4> {
+    let zero = Tensor::<4>::zeros([b, 1, 1, w], &actions.device()); // [b, 1, 1, w]
+    if t == 1 {
+        return zero;
+    }
+    let la = actions.dims()[2];
+    let up = action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, w]
+    Tensor::cat(vec![zero, up], 1) // [b, t, 1, w]
 }
 
 /// Cross-entropy and z-loss averaged over the positions where `weight` `[B, T, N]` is 1:

@@ -16,7 +16,8 @@
 
 use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind};
 use crate::lam::{Lam, LamConfig};
-use crate::tokenizer::{Tokenizer, TokenizerConfig};
+use crate::mae::MaeTokenizer;
+use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use crate::tokenizer_task::TOKENIZER_KIND;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Distribution, Int, Tensor};
@@ -70,12 +71,46 @@ impl GenieConfig {
     /// their weights with [`assemble_genie`] or a whole checkpoint with [`load_genie`]).
     pub fn init(&self, device: &Device) -> std::result::Result<Genie, NnError> {
         let t = &self.tokenizer;
-        let la = self.action_dim();
-        let (lam, action_embed) = match &self.actions {
+        let (lam, action_embed) = self.actions.init_source(t, device)?;
+        Ok(Genie {
+            tokenizer: t.init(device)?.no_grad(),
+            lam,
+            action_embed,
+            dynamics: self.dynamics.init(t.num_codes, self.action_dim(), device)?,
+        })
+    }
+
+    /// The action width `La` the dynamics model expects.
+    pub fn action_dim(&self) -> usize {
+        self.actions.action_dim()
+    }
+}
+
+/// A fresh action source: a LAM encoder (frozen unless co-trained) or a ground-truth
+/// embedding table.
+pub(crate) type ActionModules = (Option<Lam>, Option<Param<Tensor<2>>>);
+
+impl ActionConfig {
+    /// The action width `La`.
+    pub fn action_dim(&self) -> usize {
+        match self {
+            ActionConfig::Lam { lam, .. } => lam.latent_dim,
+            ActionConfig::Gt { action_dim, .. } => *action_dim,
+        }
+    }
+
+    /// Fresh modules of this action source for the frames of tokenizer `t` (a LAM's encoder,
+    /// frozen unless co-trained, or an embedding table `[num_actions, La]` ~ N(0, 1/La)).
+    pub(crate) fn init_source(
+        &self,
+        t: &TokenizerConfig,
+        device: &Device,
+    ) -> std::result::Result<ActionModules, NnError> {
+        match self {
             ActionConfig::Lam { lam, co_train } => {
                 check_lam_fits(lam, t)?;
                 let model = lam.init_encoder(device)?;
-                (Some(if *co_train { model } else { model.no_grad() }), None)
+                Ok((Some(if *co_train { model } else { model.no_grad() }), None))
             }
             ActionConfig::Gt { num_actions, action_dim } => {
                 let (k, la) = (*num_actions, *action_dim);
@@ -86,27 +121,13 @@ impl GenieConfig {
                     });
                 }
                 let std = 1.0 / (la as f64).sqrt();
-                (
+                Ok((
                     None,
                     Some(lazy_param([k, la], device, move |d| {
                         Tensor::random([k, la], Distribution::Normal(0.0, std), d)
                     })),
-                )
+                ))
             }
-        };
-        Ok(Genie {
-            tokenizer: t.init(device)?.no_grad(),
-            lam,
-            action_embed,
-            dynamics: self.dynamics.init(t.num_codes, la, device)?,
-        })
-    }
-
-    /// The action width `La` the dynamics model expects.
-    pub fn action_dim(&self) -> usize {
-        match &self.actions {
-            ActionConfig::Lam { lam, .. } => lam.latent_dim,
-            ActionConfig::Gt { action_dim, .. } => *action_dim,
         }
     }
 }
@@ -166,35 +187,7 @@ impl Genie {
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
     ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
-        let [b, t, ..] = videos.dims();
-        if let Some(lam) = &self.lam {
-            let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
-            let l = out.z_q.dims()[1];
-            return Ok((out.z_q.reshape([b, tm1, l]), Some(out.indices)));
-        }
-        let table = self.action_embed.as_ref().expect("a Genie has a LAM or action embeddings").val();
-        let [k, la] = table.dims();
-        let actions = actions.ok_or_else(|| NnError::InvalidConfig {
-            field: "actions",
-            reason: "this model embeds ground-truth actions but the batch carries none".into(),
-        })?;
-        if actions.dims() != [b, t] {
-            return Err(NnError::Shape {
-                what: "actions [B, T]",
-                expected: format!("[{b}, {t}]"),
-                got: format!("{:?}", actions.dims()),
-            });
-        }
-        let host: Vec<i64> = actions.clone().try_into_vec_as::<i64>().expect("integer tensor data");
-        if let Some(bad) = host.iter().find(|&&a| a < 0 || a as usize >= k) {
-            return Err(NnError::Shape {
-                what: "action id",
-                expected: format!("in 0..{k}"),
-                got: bad.to_string(),
-            });
-        }
-        let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
-        Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
+        infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), videos, actions)
     }
 
     /// Dynamics training/evaluation forward (spec §2.7): tokenise `videos` (frozen), get
@@ -222,18 +215,14 @@ impl Genie {
         let dims = tokens.dims();
         let device = tokens.device();
         let (latent, lam_indices) = self.latent_actions(videos, actions)?; // [b, t−1, la]
-        let (logits, loss_positions, weight) = match self.dynamics.kind() {
-            DynamicsKind::MaskGit => {
-                let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
-                let mask_t = maskgit::mask_tensor(&mask, dims, &device);
-                let logits =
-                    self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
-                (logits, mask, mask_t.float())
-            }
-            DynamicsKind::Causal => {
-                let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
-                (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
-            }
+        let (logits, loss_positions, weight) = if self.dynamics.causal {
+            let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
+            (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
+        } else {
+            let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
+            let mask_t = maskgit::mask_tensor(&mask, dims, &device);
+            let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
+            (logits, mask, mask_t.float())
         };
         let (ce, z_loss) = weighted_token_losses(logits.clone(), tokens.clone(), weight);
         let loss = ce.clone() + z_loss.clone() * self.dynamics.z_loss_weight;
@@ -243,11 +232,7 @@ impl Genie {
     /// The table action ids index `[K, La]`: the LAM's codebook (code `i` is the latent action
     /// the LAM emits as index `i`) or the recorded-action embeddings.
     pub fn action_table(&self) -> Tensor<2> {
-        match (&self.lam, &self.action_embed) {
-            (Some(lam), _) => lam.vq.codebook.val(),
-            (None, Some(embed)) => embed.val(),
-            (None, None) => unreachable!("a Genie has a LAM or action embeddings"),
-        }
+        action_table(self.lam.as_ref(), self.action_embed.as_ref())
     }
 
     /// Frames `[B, T, H, W, C]` decoded from the most likely token at every position.
@@ -265,6 +250,55 @@ impl Genie {
             lam: self.lam.map(|l| if co_train { l } else { l.no_grad() }),
             ..self
         }
+    }
+}
+
+/// Latent actions `[B, T−1, La]` for `videos` `[B, T, H, W, C]` from a LAM (with its code
+/// indices) or, from recorded `actions` `[B, T]`, an embedding table (see
+/// [`Genie::latent_actions`]).
+pub(crate) fn infer_actions(
+    lam: Option<&Lam>,
+    embed: Option<&Param<Tensor<2>>>,
+    videos: Tensor<5>,
+    actions: Option<Tensor<2, Int>>,
+) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
+    let [b, t, ..] = videos.dims();
+    if let Some(lam) = lam {
+        let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
+        let l = out.z_q.dims()[1];
+        return Ok((out.z_q.reshape([b, tm1, l]), Some(out.indices)));
+    }
+    let table = embed.expect("a world model has a LAM or action embeddings").val();
+    let [k, la] = table.dims();
+    let actions = actions.ok_or_else(|| NnError::InvalidConfig {
+        field: "actions",
+        reason: "this model embeds ground-truth actions but the batch carries none".into(),
+    })?;
+    if actions.dims() != [b, t] {
+        return Err(NnError::Shape {
+            what: "actions [B, T]",
+            expected: format!("[{b}, {t}]"),
+            got: format!("{:?}", actions.dims()),
+        });
+    }
+    let host: Vec<i64> = actions.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+    if let Some(bad) = host.iter().find(|&&a| a < 0 || a as usize >= k) {
+        return Err(NnError::Shape {
+            what: "action id",
+            expected: format!("in 0..{k}"),
+            got: bad.to_string(),
+        });
+    }
+    let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
+    Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
+}
+
+/// The table action ids index `[K, La]`: the LAM's codebook or the recorded-action embeddings.
+pub(crate) fn action_table(lam: Option<&Lam>, embed: Option<&Param<Tensor<2>>>) -> Tensor<2> {
+    match (lam, embed) {
+        (Some(lam), _) => lam.vq.codebook.val(),
+        (None, Some(embed)) => embed.val(),
+        (None, None) => unreachable!("a world model has a LAM or action embeddings"),
     }
 }
 
@@ -290,11 +324,40 @@ pub fn component_checkpoint<C: DeserializeOwned>(run_dir: &Path, kind: &str) -> 
     Ok((ckpt, cfg))
 }
 
-/// Load the tokenizer of a tokenizer run (newest good checkpoint, stored config).
+/// Load the VQ tokenizer of a tokenizer run (newest good checkpoint, stored config); an MAE
+/// run is an error that says so.
 pub fn load_tokenizer(run_dir: &Path, device: &Device) -> Result<(Tokenizer, TokenizerConfig)> {
-    let (ckpt, cfg) = component_checkpoint::<TokenizerConfig>(run_dir, TOKENIZER_KIND)?;
+    let (ckpt, cfg) = tokenizer_checkpoint(run_dir, TokenizerKind::Vq)?;
     let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
     Ok((ckpt.load_model(model)?, cfg))
+}
+
+/// Load the MAE tokenizer of a tokenizer run trained with `--kind mae`; a VQ run is an error
+/// that says so.
+pub fn load_mae_tokenizer(run_dir: &Path, device: &Device) -> Result<(MaeTokenizer, TokenizerConfig)> {
+    let (ckpt, cfg) = tokenizer_checkpoint(run_dir, TokenizerKind::Mae)?;
+    let model = cfg.init_mae(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    Ok((ckpt.load_model(model)?, cfg))
+}
+
+/// A tokenizer run's newest good checkpoint, which must hold a tokenizer of `kind`.
+fn tokenizer_checkpoint(run_dir: &Path, kind: TokenizerKind) -> Result<(Checkpoint, TokenizerConfig)> {
+    let (ckpt, cfg) = component_checkpoint::<TokenizerConfig>(run_dir, TOKENIZER_KIND)?;
+    if cfg.kind != kind {
+        let needs = match kind {
+            TokenizerKind::Vq => {
+                "MaskGIT and causal dynamics need a VQ tokenizer (jinn train tokenizer --kind vq)"
+            }
+            TokenizerKind::Mae => {
+                "diffusion dynamics need an MAE tokenizer (jinn train tokenizer --kind mae)"
+            }
+        };
+        return Err(TrainError::checkpoint(
+            &ckpt.dir,
+            format!("holds a `{}` tokenizer (model.kind); {needs}", cfg.kind),
+        ));
+    }
+    Ok((ckpt, cfg))
 }
 
 /// Load the LAM of a LAM run (newest good checkpoint, stored config), decoder dropped.
@@ -326,27 +389,51 @@ pub fn assemble_genie(
     dynamics: &DynamicsConfig,
     device: &Device,
 ) -> Result<(Genie, GenieConfig)> {
+    check_token_dynamics(dynamics, tokenizer_run)?;
     let (tokenizer, tokenizer_cfg) = load_tokenizer(tokenizer_run, device)?;
-    let (lam, actions) = match actions {
-        ActionSource::LamRun(dir) => {
-            let (lam, cfg) = load_lam(dir, device)?;
-            check_lam_fits(&cfg, &tokenizer_cfg).map_err(|e| TrainError::checkpoint(dir, e.to_string()))?;
-            (Some(lam), ActionConfig::Lam { lam: cfg, co_train: false })
-        }
-        ActionSource::CoTrain(cfg) => (None, ActionConfig::Lam { lam: cfg, co_train: true }),
-        ActionSource::GroundTruth { num_actions } => {
-            (None, ActionConfig::Gt { num_actions, action_dim: dynamics.action_dim })
-        }
-    };
+    let (lam, actions) = resolve_actions(actions, &tokenizer_cfg, dynamics.action_dim, device)?;
     let cfg = GenieConfig { tokenizer: tokenizer_cfg, actions, dynamics: dynamics.clone() };
     let fresh = cfg.init(device).map_err(|e| TrainError::config("model", e.to_string()))?;
     let genie = Genie { tokenizer, lam: lam.or(fresh.lam), ..fresh }.refreeze(&cfg);
     Ok((genie, cfg))
 }
 
+/// MaskGIT and causal dynamics only: diffusion dynamics are assembled by
+/// [`crate::diffusion_genie::assemble_diffusion_genie`].
+fn check_token_dynamics(dynamics: &DynamicsConfig, run: &Path) -> Result<()> {
+    if dynamics.kind == DynamicsKind::Diffusion {
+        return Err(TrainError::checkpoint(
+            run,
+            "holds diffusion dynamics (an MAE-tokenizer world model); this path takes MaskGIT or causal \
+             dynamics only (diffusion models: assemble_diffusion_genie / load_world, jinn sample, jinn eval world)",
+        ));
+    }
+    Ok(())
+}
+
+/// The action source's resolved config, with the trained LAM loaded from its run (frozen
+/// parts are refrozen by the caller) when one is given.
+pub(crate) fn resolve_actions(
+    actions: ActionSource<'_>,
+    tokenizer_cfg: &TokenizerConfig,
+    action_dim: usize,
+    device: &Device,
+) -> Result<(Option<Lam>, ActionConfig)> {
+    Ok(match actions {
+        ActionSource::LamRun(dir) => {
+            let (lam, cfg) = load_lam(dir, device)?;
+            check_lam_fits(&cfg, tokenizer_cfg).map_err(|e| TrainError::checkpoint(dir, e.to_string()))?;
+            (Some(lam), ActionConfig::Lam { lam: cfg, co_train: false })
+        }
+        ActionSource::CoTrain(cfg) => (None, ActionConfig::Lam { lam: cfg, co_train: true }),
+        ActionSource::GroundTruth { num_actions } => (None, ActionConfig::Gt { num_actions, action_dim }),
+    })
+}
+
 /// Load a whole Genie from a dynamics run (newest good checkpoint, stored [`GenieConfig`]).
 pub fn load_genie(run_dir: &Path, device: &Device) -> Result<(Genie, GenieConfig, u64)> {
     let (ckpt, cfg) = component_checkpoint::<GenieConfig>(run_dir, DYNAMICS_KIND)?;
+    check_token_dynamics(&cfg.dynamics, &ckpt.dir)?;
     let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
     let genie = ckpt.load_model(model)?.refreeze(&cfg);
     Ok((genie, cfg, ckpt.state.step))

@@ -44,11 +44,25 @@ pub struct SamplerConfig {
     /// Use the KV caches (false: recompute every earlier frame each pass; for tests and
     /// benchmarks).
     pub use_cache: bool,
+    /// Diffusion: denoising steps per frame; must equal the model's `K` when given (`None`:
+    /// the model's `K`).
+    pub denoise_steps: Option<usize>,
+    /// Diffusion: context corruption `c_f`; context frames are re-noised to the signal level
+    /// `round((1 − c_f)·K)/K` (the reference's default 0.1).
+    pub context_noise: f64,
 }
 
 impl Default for SamplerConfig {
     fn default() -> Self {
-        SamplerConfig { maskgit_steps: 25, temperature: 1.0, argmax: false, seed: 0, use_cache: true }
+        SamplerConfig {
+            maskgit_steps: 25,
+            temperature: 1.0,
+            argmax: false,
+            seed: 0,
+            use_cache: true,
+            denoise_steps: None,
+            context_noise: 0.1,
+        }
     }
 }
 
@@ -142,10 +156,8 @@ pub fn sample(
     let mut logits = Vec::with_capacity(b * (frames - c) * n * v);
     for f in c..frames {
         state.start_frame(f);
-        let frame_logits = match dynamics.kind() {
-            DynamicsKind::MaskGit => state.maskgit_frame(f, cfg)?,
-            DynamicsKind::Causal => state.causal_frame(f, cfg)?,
-        }; // [b, n, v]
+        let frame_logits =
+            if dynamics.causal { state.causal_frame(f, cfg)? } else { state.maskgit_frame(f, cfg)? }; // [b, n, v]
         logits.extend(frame_logits);
     }
     // Reorder [S−C, B, N, V] → [B, S−C, N, V].

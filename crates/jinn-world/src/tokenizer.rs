@@ -25,6 +25,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TokenizerConfig {
+    /// `vq` (this module's [`Tokenizer`]) or `mae` (the continuous [`crate::mae::MaeTokenizer`]
+    /// of the diffusion baseline). Stored in every tokenizer checkpoint's config.
+    pub kind: TokenizerKind,
     /// Frame rows `H`.
     pub height: usize,
     /// Frame columns `W`.
@@ -58,11 +61,46 @@ pub struct TokenizerConfig {
     /// input and recompute the block in the backward pass (less memory, ≈ one more forward of
     /// the blocks). Same gradients; not stored in the weights.
     pub remat: bool,
+    /// MAE only: in training each frame's patches are masked with a ratio drawn from
+    /// `U[0, max_mask_ratio)` (Jasmine 0.9), in `[0, 1)`.
+    pub max_mask_ratio: f64,
+}
+
+/// Which tokenizer a [`TokenizerConfig`] builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenizerKind {
+    /// VQ-VAE: discrete codes (for MaskGIT and causal dynamics).
+    #[default]
+    Vq,
+    /// Masked autoencoder: continuous tanh-bounded latents (for diffusion dynamics).
+    Mae,
+}
+
+impl std::str::FromStr for TokenizerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "vq" => Ok(TokenizerKind::Vq),
+            "mae" => Ok(TokenizerKind::Mae),
+            other => Err(format!("unknown tokenizer kind `{other}`; expected `vq` or `mae`")),
+        }
+    }
+}
+
+impl std::fmt::Display for TokenizerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TokenizerKind::Vq => "vq",
+            TokenizerKind::Mae => "mae",
+        })
+    }
 }
 
 impl Default for TokenizerConfig {
     fn default() -> Self {
         TokenizerConfig {
+            kind: TokenizerKind::Vq,
             height: 64,
             width: 64,
             channels: 3,
@@ -78,6 +116,7 @@ impl Default for TokenizerConfig {
             vq_beta: jinn_nn::VQ_BETA,
             reset_threshold: 0,
             remat: false,
+            max_mask_ratio: 0.9,
         }
     }
 }
@@ -88,8 +127,11 @@ impl TokenizerConfig {
         PatchGrid::new(self.patch, self.height, self.width, self.channels)
     }
 
-    /// Build the tokenizer (spec §1.7 initialisers, drawn lazily from the device's generator).
+    /// Build the VQ tokenizer (spec §1.7 initialisers, drawn lazily from the device's
+    /// generator); an error for `kind = "mae"` (build that with
+    /// [`TokenizerConfig::init_mae`]).
     pub fn init(&self, device: &Device) -> Result<Tokenizer, NnError> {
+        self.expect_kind(TokenizerKind::Vq)?;
         let grid = self.grid()?;
         if !(self.vq_beta.is_finite() && self.vq_beta >= 0.0) {
             return Err(NnError::InvalidConfig {
@@ -97,24 +139,55 @@ impl TokenizerConfig {
                 reason: format!("must be ≥ 0, got {}", self.vq_beta),
             });
         }
-        let axial = |d_in, d_out, blocks| {
-            AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
-                .with_spatial_causal(false)
-                .with_temporal_causal(true)
-                .init(device)
-        };
         Ok(Tokenizer {
-            encoder: axial(grid.patch_dim(), self.latent_dim, self.encoder_blocks)?,
+            encoder: self.encoder(grid.patch_dim(), device)?,
             vq: VectorQuantizerConfig::new(self.num_codes, self.latent_dim)
                 .with_dropout(self.codebook_dropout)
                 .init(device)?,
-            decoder: axial(self.latent_dim, grid.patch_dim(), self.decoder_blocks)?,
+            decoder: self.decoder(grid.patch_dim(), device)?,
             patch: self.patch,
             height: self.height,
             width: self.width,
             channels: self.channels,
             vq_beta: self.vq_beta,
         })
+    }
+}
+
+impl TokenizerConfig {
+    /// An error naming `model.kind` unless this config is of `kind`.
+    pub fn expect_kind(&self, kind: TokenizerKind) -> Result<(), NnError> {
+        if self.kind != kind {
+            return Err(NnError::InvalidConfig {
+                field: "kind",
+                reason: format!("this is a `{}` tokenizer config; expected `{kind}`", self.kind),
+            });
+        }
+        Ok(())
+    }
+
+    /// The encoder: patches `P` → latents `L`, spatial full / temporal causal (spec §2.1; the
+    /// MAE tokenizer uses the same shapes, §2.2).
+    pub(crate) fn encoder(&self, patch_dim: usize, device: &Device) -> Result<AxialTransformer, NnError> {
+        self.axial(patch_dim, self.latent_dim, self.encoder_blocks, device)
+    }
+
+    /// The decoder: latents `L` → patches `P`, spatial full / temporal causal.
+    pub(crate) fn decoder(&self, patch_dim: usize, device: &Device) -> Result<AxialTransformer, NnError> {
+        self.axial(self.latent_dim, patch_dim, self.decoder_blocks, device)
+    }
+
+    fn axial(
+        &self,
+        d_in: usize,
+        d_out: usize,
+        blocks: usize,
+        device: &Device,
+    ) -> Result<AxialTransformer, NnError> {
+        AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
+            .with_spatial_causal(false)
+            .with_temporal_causal(true)
+            .init(device)
     }
 }
 

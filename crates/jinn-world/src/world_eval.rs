@@ -1,4 +1,4 @@
-//! World-model evaluation (`jinn eval world`): how well a trained [`Genie`] predicts and how
+//! World-model evaluation (`jinn eval world`): how well a trained world model predicts and how
 //! much its actions matter, on clips of `C + G` ground-truth frames.
 //!
 //! * **Next frame** (teacher-forced, one step): for every target frame `t ∈ C..C+G`, the
@@ -15,15 +15,18 @@
 //!   over every transition of every clip. Absent for models without a LAM or data without
 //!   one discrete action per frame.
 //!
+//! Works for every world model ([`World`]): token models (MaskGIT, causal) and diffusion
+//! models, so the dynamics kinds can be compared on the same clips with the same metrics.
+//!
 //! Frames are decoded by the tokenizer over the whole sequence (its temporal attention is
 //! causal, so a frame is decoded with its predecessors as context), rounded to `u8` as in
 //! `jinn sample`, and scored with [`jinn_data::metrics`].
 
-use crate::genie::Genie;
 use crate::nmi::{nmi, pair_transitions, Normalisation};
-use crate::sample::{sample, SamplerConfig};
+use crate::sample::SamplerConfig;
 use crate::task_common::{model_err, to_u8};
 use crate::tokenizer::frames_to_unit;
+use crate::world_model::World;
 use burn::tensor::{Int, Tensor, TensorData};
 use jinn_data::loader::Batch;
 use jinn_data::metrics::{psnr, ssim};
@@ -132,8 +135,10 @@ impl WorldEval {
         self.clips
     }
 
-    /// Evaluate the first `clips` clips of `batch` (clips of exactly `C + G` frames).
-    pub fn add_batch(&mut self, genie: &Genie, batch: &Batch, clips: usize) -> Result<()> {
+    /// Evaluate the first `clips` clips of `batch` (clips of exactly `C + G` frames) with
+    /// `model` (a [`crate::Genie`], a [`crate::DiffusionGenie`] or a [`World`]).
+    pub fn add_batch<'a>(&mut self, model: impl Into<World<'a>>, batch: &Batch, clips: usize) -> Result<()> {
+        let world: World<'a> = model.into();
         let (c, g) = (self.cfg.context, self.cfg.frames);
         let s = c + g;
         if batch.seq_len != s {
@@ -147,7 +152,7 @@ impl WorldEval {
             return Ok(());
         }
         let shape = batch.frame_shape;
-        let grid = genie.tokenizer.grid();
+        let grid = world.grid();
         if (shape.height, shape.width, shape.channels) != (grid.height, grid.width, grid.channels) {
             return Err(TrainError::config(
                 "data",
@@ -157,7 +162,7 @@ impl WorldEval {
                 ),
             ));
         }
-        let device = genie.dynamics.token_embed.val().device();
+        let device = world.device();
         let fb = shape.frame_bytes();
         let truth = &batch.videos[..b * s * fb]; // [b, s, h, w, c] u8
         let videos = frames_to_unit(truth, [b, s, shape.height, shape.width, shape.channels], &device);
@@ -165,9 +170,8 @@ impl WorldEval {
         let recorded_t = recorded
             .as_ref()
             .map(|ids| Tensor::<2, Int>::from_data(TensorData::new(ids.clone(), [b, s]), &device));
-        let tokens = genie.tokenizer.encode(videos.clone()).map_err(model_err)?; // [b, s, n]
-        let n = tokens.dims()[2];
-        let (actions, lam_ids) = genie.latent_actions(videos, recorded_t).map_err(model_err)?; // [b, s−1, la]
+        let encoded = world.encode(videos.clone()).map_err(model_err)?; // tokens [b, s, n] or latents [b, s, n, l]
+        let (actions, lam_ids) = world.latent_actions(videos, recorded_t).map_err(model_err)?; // [b, s−1, la]
 
         if let (Some(ids), Some(recorded)) = (lam_ids, &recorded) {
             let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
@@ -178,27 +182,23 @@ impl WorldEval {
             seed: self.cfg.sampler.seed.wrapping_add(self.batches),
             ..self.cfg.sampler.clone()
         };
-        let context = tokens.clone().slice([0..b, 0..c, 0..n]);
+        let context = encoded.first_frames(c);
 
         // Rollout with the inferred actions.
-        let rollout =
-            sample(&genie.dynamics, context.clone(), actions.clone(), s, &sampler).map_err(model_err)?;
-        let decoded = to_u8(genie.tokenizer.decode(rollout.token_tensor(&device)).map_err(model_err)?);
+        let decoded = to_u8(world.rollout(context.clone(), actions.clone(), s, &sampler).map_err(model_err)?);
         score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.rollout_psnr, &mut self.rollout_ssim)?;
 
         // The same rollout under uniformly random actions for the generated frames.
-        let random = random_actions(genie, actions.clone(), c, self.cfg.sampler.seed, self.batches);
-        let rollout = sample(&genie.dynamics, context, random, s, &sampler).map_err(model_err)?;
-        let decoded = to_u8(genie.tokenizer.decode(rollout.token_tensor(&device)).map_err(model_err)?);
+        let random = random_actions(world, actions.clone(), c, self.cfg.sampler.seed, self.batches);
+        let decoded = to_u8(world.rollout(context, random, s, &sampler).map_err(model_err)?);
         score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.random_psnr, &mut self.random_ssim)?;
 
         // Teacher-forced next frame: frame t from the true frames 0..t.
         let la = actions.dims()[2];
         for t in c..s {
-            let context = tokens.clone().slice([0..b, 0..t, 0..n]);
             let acts = actions.clone().slice([0..b, 0..t, 0..la]);
-            let rollout = sample(&genie.dynamics, context, acts, t + 1, &sampler).map_err(model_err)?;
-            let decoded = to_u8(genie.tokenizer.decode(rollout.token_tensor(&device)).map_err(model_err)?); // [b, t+1, …]
+            let decoded =
+                to_u8(world.rollout(encoded.first_frames(t), acts, t + 1, &sampler).map_err(model_err)?); // [b, t+1, …]
             let (mut p, mut q) = (vec![0.0], vec![0.0]);
             let frames_truth: Vec<u8> =
                 (0..b).flat_map(|bi| truth[(bi * s) * fb..(bi * s + t + 1) * fb].iter().copied()).collect(); // [b, t+1, h, w, c]
@@ -266,9 +266,15 @@ fn recorded_actions(batch: &Batch, b: usize) -> Option<Vec<i64>> {
 /// `actions` `[B, S−1, La]` with the transitions into generated frames (rows `C−1..`)
 /// replaced by uniformly random entries of the model's action table (LAM codebook or
 /// recorded-action embeddings); rows of transitions inside the context are kept.
-fn random_actions(genie: &Genie, actions: Tensor<3>, context: usize, seed: u64, batch: u64) -> Tensor<3> {
+fn random_actions<'a>(
+    model: impl Into<World<'a>>,
+    actions: Tensor<3>,
+    context: usize,
+    seed: u64,
+    batch: u64,
+) -> Tensor<3> {
     let [b, sm1, la] = actions.dims();
-    let table = genie.action_table(); // [k, la]
+    let table = model.into().action_table(); // [k, la]
     let k = table.dims()[0];
     let mut rng = jinn_data::rng::rng_for(seed, "world-eval-random-actions", batch);
     let g = sm1 + 1 - context;

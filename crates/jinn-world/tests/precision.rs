@@ -46,6 +46,7 @@ fn run_cfg(precision: Precision) -> TokenizerRunConfig {
             vq_beta: 0.25,
             reset_threshold: 0,
             remat: false,
+            ..TokenizerConfig::default()
         },
         ..Default::default()
     };

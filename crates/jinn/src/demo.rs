@@ -129,6 +129,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         println!("[6/6] evaluating the world model on {} val clips (jinn eval world)", a.eval_episodes);
         let eval_args = EvalWorldArgs {
             ckpt: a.out.join("dynamics"),
+            compare: Vec::new(),
             data: data.clone(),
             split: "val".into(),
             episodes: a.eval_episodes,
@@ -140,7 +141,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             out: a.out.join("eval"),
             device: Default::default(),
         };
-        let metrics = evaluate_world(&eval_args)?;
+        let (metrics, _) = evaluate_world(&eval_args)?;
         print_table(&metrics);
         println!("      metrics in {}", a.out.join("eval/metrics.json").display());
     }

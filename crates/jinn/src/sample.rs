@@ -10,7 +10,7 @@ use jinn_data::font::draw_text;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::metrics::{psnr, ssim};
-use jinn_world::{frames_to_unit, load_genie, sample, Genie};
+use jinn_world::{frames_to_unit, load_world, World};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -80,15 +80,15 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
         bail!("--context and --frames must be ≥ 1 (got {} and {})", a.context, a.frames);
     }
     let device = Device::flex();
-    let (genie, _cfg, step) = load_genie(&a.ckpt, &device)
+    let (model, _cfg, step) = load_world(&a.ckpt, &device)
         .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
+    let world = model.view();
     let s = a.context + a.frames;
     let split = a.data.join(&a.split);
     let dataset = Dataset::open(&split, s, None)
         .with_context(|| format!("--data {}: opening split '{}'", a.data.display(), a.split))?;
     let shape = dataset.frame_shape();
-    let t = &genie.tokenizer;
-    let grid = t.grid();
+    let grid = world.grid();
     if (shape.height, shape.width, shape.channels) != (grid.height, grid.width, grid.channels) {
         bail!(
             "{}: frames are {}×{}×{} but the model was trained on {}×{}×{}",
@@ -108,14 +108,11 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
         .with_context(|| format!("{}: no clip of {s} frames", split.display()))??;
     let videos = frames_to_unit(&batch.videos, [1, s, shape.height, shape.width, shape.channels], &device);
 
-    let (actions, labels) = rollout_actions(&genie, &a.actions, videos.clone(), &batch, s)?;
-    let tokens = t.encode(videos)?; // [1, s, n]
-    let n = tokens.dims()[2];
-    let context = tokens.slice([0..1, 0..a.context, 0..n]);
+    let (actions, labels) = rollout_actions(world, &a.actions, videos.clone(), &batch, s)?;
+    let context = world.encode(videos)?.first_frames(a.context); // tokens or latents
     let cfg = a.sampler.config(a.seed);
     let started = Instant::now();
-    let rollout = sample(&genie.dynamics, context, actions, s, &cfg).context("sampling the rollout")?;
-    let generated = t.decode(rollout.token_tensor(&device))?; // [1, s, h, w, c]
+    let generated = world.rollout(context, actions, s, &cfg).context("sampling the rollout")?; // [1, s, h, w, c]
     let generated: Vec<u8> = generated
         .try_into_vec_as::<f32>()
         .expect("float tensor data")
@@ -163,8 +160,10 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
         "context": a.context,
         "frames": a.frames,
         "actions": a.actions,
-        "kind": format!("{:?}", genie.dynamics.kind()),
+        "kind": format!("{:?}", world.kind()),
         "maskgit_steps": a.sampler.steps,
+        "denoise_steps": a.sampler.denoise_steps,
+        "context_noise": a.sampler.context_noise,
         "temperature": a.sampler.temperature,
         "argmax": a.sampler.argmax,
         "seed": a.seed,
@@ -179,7 +178,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
 
 /// The action vectors `[1, S−1, La]` of the rollout and their ids (for the labels).
 fn rollout_actions(
-    genie: &Genie,
+    world: World<'_>,
     spec: &str,
     videos: Tensor<5>,
     batch: &jinn_data::loader::Batch,
@@ -188,15 +187,15 @@ fn rollout_actions(
     let device = videos.device();
     match spec {
         "lam" => {
-            if genie.lam.is_none() {
+            if !world.has_lam() {
                 bail!("--actions lam: this model was trained on recorded actions (no LAM); use --actions gt or FILE");
             }
-            let (vectors, ids) = genie.latent_actions(videos, None)?;
+            let (vectors, ids) = world.latent_actions(videos, None)?;
             let ids = ids.context("the LAM returned no code indices")?;
             Ok((vectors, ids.try_into_vec_as::<i64>().expect("integer tensor data")))
         }
         "gt" => {
-            if genie.action_embed.is_none() {
+            if world.has_lam() {
                 bail!("--actions gt: this model uses a LAM's latent actions; use --actions lam or FILE");
             }
             let Some(recorded) = &batch.actions else {
@@ -209,12 +208,12 @@ fn rollout_actions(
                 );
             }
             let ids = Tensor::<2, Int>::from_data(TensorData::new(recorded.clone(), [1, s]), &device);
-            let (vectors, _) = genie.latent_actions(videos, Some(ids))?;
+            let (vectors, _) = world.latent_actions(videos, Some(ids))?;
             Ok((vectors, recorded[..s - 1].to_vec()))
         }
         file => {
             let ids = read_action_file(Path::new(file), s - 1)?;
-            let table = genie.action_table(); // [k, la]
+            let table = world.action_table(); // [k, la]
             let [k, la] = table.dims();
             if let Some(bad) = ids.iter().find(|&&id| id < 0 || id as usize >= k) {
                 bail!(

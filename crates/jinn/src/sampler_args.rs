@@ -2,7 +2,8 @@
 
 use jinn_world::SamplerConfig;
 
-/// How frames are sampled: MaskGIT steps, temperature, argmax.
+/// How frames are sampled: MaskGIT steps, temperature, argmax; diffusion steps and context
+/// noise.
 #[derive(clap::Args, Clone, Debug)]
 pub struct SamplerArgs {
     /// MaskGIT refinement steps per frame.
@@ -14,12 +15,20 @@ pub struct SamplerArgs {
     /// Take the most likely token at every step (the reference sample script's default).
     #[arg(long)]
     pub argmax: bool,
+    /// Diffusion: denoising steps per frame; must equal the K the model was trained with
+    /// (default: the model's K, stored in its checkpoint).
+    #[arg(long)]
+    pub denoise_steps: Option<usize>,
+    /// Diffusion: context corruption c_f; context frames are re-noised to signal level
+    /// round((1 − c_f)·K)/K.
+    #[arg(long, default_value_t = 0.1)]
+    pub context_noise: f64,
 }
 
 impl SamplerArgs {
     /// The demo's sampler: 25 steps, argmax.
     pub fn demo() -> Self {
-        SamplerArgs { steps: 25, temperature: 1.0, argmax: true }
+        SamplerArgs { steps: 25, temperature: 1.0, argmax: true, denoise_steps: None, context_noise: 0.1 }
     }
 
     /// The cached sampler with these settings, seeded with `seed`.
@@ -30,6 +39,8 @@ impl SamplerArgs {
             argmax: self.argmax,
             seed,
             use_cache: true,
+            denoise_steps: self.denoise_steps,
+            context_noise: self.context_noise,
         }
     }
 }

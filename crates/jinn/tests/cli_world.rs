@@ -136,6 +136,92 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
     assert!(!o.status.success() && text(&o).contains("nope"), "{}", text(&o));
 }
 
+/// `jinn train tokenizer --kind mae` → `jinn train dynamics --kind diffusion` (on the demo's
+/// LAM) → `jinn sample` → `jinn eval world --compare` beside the demo's MaskGIT model, plus the
+/// wrong-tokenizer and K-mismatch errors.
+fn diffusion_pipeline_trains_samples_and_compares(demo: &Path, tmp: &Path) {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo");
+    let data = demo.join("data");
+    let (mae, diffusion) = (tmp.join("mae"), tmp.join("diffusion"));
+    let tiny = [
+        "--set",
+        "train.steps=2",
+        "--set",
+        "train.batch_size=2",
+        "--set",
+        "train.lr.warmup_steps=0",
+        "--set",
+        "train.lr.decay_steps=0",
+        "--set",
+        "model.model_dim=16",
+        "--set",
+        "model.ffn_dim=32",
+        "--set",
+        "model.num_heads=2",
+    ];
+    let train = |what: &str, config: &str, out: &Path, extra: &[&str]| {
+        let cfg = configs.join(config);
+        let mut args =
+            vec!["train", what, "--config", cfg.to_str().unwrap(), "--data", data.to_str().unwrap()];
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(tiny);
+        args.extend(extra);
+        jinn(&args)
+    };
+    let o = train("tokenizer", "tokenizer-mae.toml", &mae, &["--kind", "mae"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let lam = demo.join("lam");
+    let dyn_args = ["--kind", "diffusion", "--lam", lam.to_str().unwrap(), "--set", "model.denoise_steps=4"];
+    let with_tok = |tok: &Path| {
+        let mut a = dyn_args.to_vec();
+        a.extend(["--tokenizer", tok.to_str().unwrap()]);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    // A VQ tokenizer for diffusion dynamics is refused with the fix.
+    let vq = with_tok(&demo.join("tokenizer"));
+    let vq: Vec<&str> = vq.iter().map(String::as_str).collect();
+    let o = train("dynamics", "dynamics-diffusion.toml", &tmp.join("bad"), &vq);
+    assert!(!o.status.success() && text(&o).contains("--kind mae"), "{}", text(&o));
+    let ok = with_tok(&mae);
+    let ok: Vec<&str> = ok.iter().map(String::as_str).collect();
+    let o = train("dynamics", "dynamics-diffusion.toml", &diffusion, &ok);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let sample = |extra: &[&str]| {
+        let out = tmp.join("diffusion-sample");
+        let mut args =
+            vec!["sample", "--ckpt", diffusion.to_str().unwrap(), "--data", data.to_str().unwrap()];
+        args.extend(["--context", "1", "--frames", "2", "--out", out.to_str().unwrap()]);
+        args.extend(extra);
+        (jinn(&args), out)
+    };
+    let (o, out) = sample(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("rollout.gif").is_file());
+    assert_eq!(per_frame(&out.join("metrics.json")).len(), 2);
+    let (o, _) = sample(&["--denoise-steps", "64"]);
+    assert!(!o.status.success() && text(&o).contains("K = 4"), "{}", text(&o));
+
+    // One table over the demo's MaskGIT model and the diffusion model.
+    let eval_out = tmp.join("eval-both");
+    let maskgit = demo.join("dynamics");
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "eval", "world", "--ckpt", maskgit.to_str().unwrap(), "--compare", diffusion.to_str().unwrap(),
+        "--data", data.to_str().unwrap(), "--episodes", "2", "--batch-size", "2", "--frames", "2",
+        "--steps", "2", "--out", eval_out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("Diffusion") && text(&o).contains("MaskGit"), "{}", text(&o));
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(eval_out.join("comparison.json")).unwrap()).unwrap();
+    let kinds: Vec<&str> = rows.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["MaskGit", "Diffusion"]);
+    for r in &rows {
+        assert!(r["metrics"]["rollout_psnr"].as_f64().unwrap().is_finite(), "{r}");
+    }
+}
+
 #[test]
 fn demo_trains_samples_and_reuses_finished_stages() {
     let dir = tempfile::tempdir().unwrap();
@@ -195,6 +281,7 @@ fn demo_trains_samples_and_reuses_finished_stages() {
     assert!(!o.status.success() && text(&o).contains("--actions gt"), "{}", text(&o));
 
     eval_world_writes_metrics_and_names_bad_inputs(&out, dir.path());
+    diffusion_pipeline_trains_samples_and_compares(&out, dir.path());
 
     // `jinn play` serves the trained model: a session from the dataset, steps under two
     // actions give frames of the model's size, an unknown action is a 400.

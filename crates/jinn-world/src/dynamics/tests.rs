@@ -15,6 +15,7 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
         z_loss_weight: 0.0,
         action_dim: 4,
         reversible: false,
+        denoise_steps: 8,
     }
 }
 
@@ -226,6 +227,7 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
                     (Some(mt.clone()), mt.float())
                 }
                 DynamicsKind::Causal => (None, causal::all_positions(dims, &device)),
+                DynamicsKind::Diffusion => unreachable!("token dynamics only"),
             };
             let logits = model.logits(targets.clone(), actions.clone(), mask).unwrap();
             let (ce, _) = weighted_token_losses(logits, targets.clone(), weight);

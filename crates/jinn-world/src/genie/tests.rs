@@ -22,6 +22,7 @@ pub(crate) fn tiny_tokenizer() -> TokenizerConfig {
         vq_beta: 0.25,
         reset_threshold: 0,
         remat: false,
+        ..TokenizerConfig::default()
     }
 }
 
@@ -36,6 +37,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         z_loss_weight: 0.1,
         action_dim: 4,
         reversible: false,
+        denoise_steps: 8,
     }
 }
 

@@ -17,6 +17,7 @@ fn tiny_with(kind: DynamicsKind, reversible: bool) -> Dynamics {
         z_loss_weight: 0.0,
         action_dim: 4,
         reversible,
+        denoise_steps: 8,
     };
     let device = Device::flex();
     device.seed(7);

@@ -21,6 +21,7 @@ fn tiny() -> TokenizerConfig {
         vq_beta: 0.25,
         reset_threshold: 0,
         remat: false,
+        ..TokenizerConfig::default()
     }
 }
 

@@ -39,6 +39,7 @@ fn run_cfg() -> TokenizerRunConfig {
         vq_beta: 0.25,
         reset_threshold: 2,
         remat: false,
+        ..TokenizerConfig::default()
     };
     let data = DataConfig { seq_len: 4, loader_threads: 1, prefetch: 2 };
     let train = TrainConfig {

@@ -1,7 +1,9 @@
 use super::*;
 use crate::dynamics::DynamicsKind;
 use crate::genie::tests::{tiny_dynamics, tiny_tokenizer};
+use crate::genie::Genie;
 use crate::genie::{ActionConfig, GenieConfig};
+use crate::sample::sample;
 use burn::tensor::Device;
 
 const S: usize = 3; // 1 context + 2 generated frames
@@ -149,4 +151,34 @@ fn bad_inputs_are_clear_errors() {
     let gt = genie(ActionConfig::Gt { num_actions: 3, action_dim: 4 });
     let err = WorldEval::new(config()).unwrap().add_batch(&gt, &batch(1, None), 1).unwrap_err().to_string();
     assert!(err.contains("actions"), "{err}");
+}
+
+/// The diffusion world model goes through the same evaluation: finite metrics, and the first
+/// generated frame of the rollout equals the teacher-forced one (same context, same seed).
+#[test]
+fn diffusion_models_are_evaluated_like_token_models() {
+    let device = Device::flex();
+    device.seed(12);
+    let cfg = GenieConfig {
+        tokenizer: crate::diffusion_genie::tests::tiny_mae_tokenizer(),
+        actions: ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: false },
+        dynamics: crate::diffusion::tests::tiny_diffusion(3),
+    };
+    let model = cfg.init_diffusion(&device).unwrap();
+    let both = batch(2, Some(vec![0, 1, 2, 1, 1, 0]));
+    let mut eval = WorldEval::new(config()).unwrap();
+    eval.add_batch(&model, &both, 2).unwrap();
+    let m = eval.finish().unwrap();
+    assert_eq!((m.clips, m.rollout_psnr_per_frame.len(), m.nmi_transitions), (2, 2, 4));
+    assert!(close(m.next_frame_psnr_per_frame[0], m.rollout_psnr_per_frame[0]), "{m:?}");
+    for v in [m.rollout_psnr, m.rollout_ssim, m.next_frame_psnr, m.random_action_psnr, m.delta_psnr] {
+        assert!(v.is_finite(), "{m:?}");
+    }
+    // Asking the diffusion sampler for another K than the model's is an error.
+    let wrong = WorldEvalConfig {
+        sampler: SamplerConfig { denoise_steps: Some(5), ..SamplerConfig::default() },
+        ..config()
+    };
+    let err = WorldEval::new(wrong).unwrap().add_batch(&model, &both, 1).unwrap_err().to_string();
+    assert!(err.contains("K = 3"), "{err}");
 }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Loader, LoaderConfig};
-use jinn_world::{load_genie, WorldEval, WorldEvalConfig, WorldMetrics};
+use jinn_world::{load_world, DynamicsKind, WorldEval, WorldEvalConfig, WorldMetrics};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +19,11 @@ pub struct EvalWorldArgs {
     /// Dynamics run directory (its newest good checkpoint; tokenizer and LAM come with it).
     #[arg(long)]
     pub ckpt: PathBuf,
+    /// Further dynamics runs (any kind: MaskGIT, causal, diffusion) evaluated on the same clips
+    /// with the same sampler settings; prints one comparison table and writes
+    /// `OUT/<i>-<run>/metrics.json` for each run and `OUT/comparison.json` (repeatable).
+    #[arg(long = "compare", value_name = "RUN")]
+    pub compare: Vec<PathBuf>,
     /// Dataset directory holding the split.
     #[arg(long)]
     pub data: PathBuf,
@@ -52,16 +57,63 @@ pub struct EvalWorldArgs {
     pub device: DeviceSpec,
 }
 
-/// Run `jinn eval world`: evaluate, write metrics.json, print the table.
+/// Run `jinn eval world`: evaluate, write metrics.json, print the table (with `--compare`:
+/// every run, then one comparison table).
 pub fn run(a: EvalWorldArgs) -> anyhow::Result<()> {
-    let m = evaluate_world(&a)?;
-    print_table(&m);
-    println!("metrics written to {}", a.out.join("metrics.json").display());
+    if a.compare.is_empty() {
+        let (m, _) = evaluate_world(&a)?;
+        print_table(&m);
+        println!("metrics written to {}", a.out.join("metrics.json").display());
+        return Ok(());
+    }
+    let runs: Vec<PathBuf> = std::iter::once(a.ckpt.clone()).chain(a.compare.iter().cloned()).collect();
+    let mut rows = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let name = run.file_name().map_or_else(|| format!("run{i}"), |n| n.to_string_lossy().into_owned());
+        let one = EvalWorldArgs {
+            ckpt: run.clone(),
+            compare: Vec::new(),
+            out: a.out.join(format!("{i}-{name}")),
+            ..a.clone()
+        };
+        let (m, kind) = evaluate_world(&one)?;
+        print_table(&m);
+        rows.push(serde_json::json!({ "run": run, "kind": format!("{kind:?}"), "metrics": m }));
+    }
+    print_comparison(&rows);
+    let path = a.out.join("comparison.json");
+    write_atomically(&path, serde_json::to_string_pretty(&rows)?.as_bytes())?;
+    println!("comparison written to {}", path.display());
     Ok(())
 }
 
-/// Evaluate the world model of `a.ckpt` and write `a.out/metrics.json` (atomically).
-pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
+/// One row per run: kind, rollout PSNR/SSIM, teacher-forced next-frame PSNR/SSIM, ΔPSNR.
+fn print_comparison(rows: &[serde_json::Value]) {
+    println!(
+        "  {:<28} {:<10} {:>12} {:>12} {:>10} {:>10} {:>8}",
+        "run", "kind", "rollout PSNR", "rollout SSIM", "next PSNR", "next SSIM", "ΔPSNR"
+    );
+    for r in rows {
+        let m = &r["metrics"];
+        let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
+        let run = r["run"].as_str().unwrap_or("?");
+        let run = run.rsplit('/').find(|p| !p.is_empty()).unwrap_or(run);
+        println!(
+            "  {:<28} {:<10} {:>12.2} {:>12.4} {:>10.2} {:>10.4} {:>8.2}",
+            run,
+            r["kind"].as_str().unwrap_or("?"),
+            f("rollout_psnr"),
+            f("rollout_ssim"),
+            f("next_frame_psnr"),
+            f("next_frame_ssim"),
+            f("delta_psnr")
+        );
+    }
+}
+
+/// Evaluate the world model of `a.ckpt` and write `a.out/metrics.json` (atomically); returns
+/// the metrics and the model's dynamics kind.
+pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, DynamicsKind)> {
     if a.episodes == 0 || a.batch_size == 0 {
         bail!("--episodes and --batch-size must be ≥ 1 (got {} and {})", a.episodes, a.batch_size);
     }
@@ -69,7 +121,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
         bail!("--context and --frames must be ≥ 1 (got {} and {})", a.context, a.frames);
     }
     let device = a.device.device();
-    let (genie, _cfg, step) = load_genie(&a.ckpt, &device)
+    let (model, _cfg, step) = load_world(&a.ckpt, &device)
         .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
     let s = a.context + a.frames;
     let split = a.data.join(&a.split);
@@ -100,7 +152,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
         let batch =
             loader.next().with_context(|| format!("{}: the loader yielded no clip", split.display()))??;
         let want = a.episodes - eval.clips();
-        eval.add_batch(&genie, &batch, want)
+        eval.add_batch(&model, &batch, want)
             .with_context(|| format!("evaluating clips of {}", split.display()))?;
         progress.set(eval.clips() as u64, "");
     }
@@ -112,8 +164,10 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
         "step": step,
         "data": a.data,
         "split": a.split,
-        "kind": format!("{:?}", genie.dynamics.kind()),
+        "kind": format!("{:?}", model.view().kind()),
         "maskgit_steps": a.sampler.steps,
+        "denoise_steps": a.sampler.denoise_steps,
+        "context_noise": a.sampler.context_noise,
         "temperature": a.sampler.temperature,
         "argmax": a.sampler.argmax,
         "seed": a.seed,
@@ -122,7 +176,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<WorldMetrics> {
         "metrics": metrics,
     });
     write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-    Ok(metrics)
+    Ok((metrics, model.view().kind()))
 }
 
 /// Print the metrics as a table, with the demo's quality targets.

@@ -1,14 +1,16 @@
-//! `jinn train dynamics`: MaskGIT or causal dynamics on a trained tokenizer, with a trained
-//! LAM (`--lam`), a co-trained LAM (neither flag) or ground-truth actions (`--actions gt`).
+//! `jinn train dynamics`: MaskGIT or causal dynamics on a trained VQ tokenizer, or diffusion
+//! dynamics (`--kind diffusion`) on a trained MAE tokenizer, with a trained LAM (`--lam`), a
+//! co-trained LAM (neither flag) or ground-truth actions (`--actions gt`).
 
 use super::report::{check_fresh_out, print_summary};
 use super::run_args::RunArgs;
 use anyhow::{bail, Context};
 use jinn_data::dataset::Dataset;
 use jinn_data::rng::derive_seed;
-use jinn_train::train_loop::run as run_loop;
+use jinn_train::train_loop::{run as run_loop, TrainTask};
 use jinn_world::{
-    assemble_genie, ActionSource, DynamicsKind, DynamicsRunConfig, DynamicsTask, GenieRunConfig,
+    assemble_diffusion_genie, assemble_genie, ActionSource, DiffusionTask, DynamicsKind, DynamicsRunConfig,
+    DynamicsTask, GenieRunConfig,
 };
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,7 +30,8 @@ pub struct DynamicsArgs {
     /// `gt`: embed the dataset's recorded actions instead of using a LAM.
     #[arg(long, value_parser = ["gt"])]
     pub actions: Option<String>,
-    /// `maskgit` or `causal` (overrides `model.kind`).
+    /// `maskgit`, `causal` or `diffusion` (overrides `model.kind`; diffusion needs an MAE
+    /// `--tokenizer`).
     #[arg(long)]
     pub kind: Option<DynamicsKind>,
 }
@@ -57,25 +60,45 @@ pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
         _ => ActionSource::CoTrain(cfg.lam.clone()),
     };
     let device = r.device.device().autodiff();
+    let seed = derive_seed(cfg.train.seed, "init", 0);
+    let assembling = || format!("assembling the world model from tokenizer run {}", a.tokenizer.display());
+    let setup = || format!("setting up dynamics training on {}", r.data.display());
+    if cfg.model.kind == DynamicsKind::Diffusion {
+        let mut genie_cfg = None;
+        let genie = jinn_nn::init::seeded_init(&device, seed, || {
+            let (genie, assembled) = assemble_diffusion_genie(&a.tokenizer, source, &cfg.model, &device)?;
+            genie_cfg = Some(assembled);
+            Ok::<_, jinn_train::TrainError>(genie)
+        })
+        .with_context(assembling)?;
+        let genie_cfg = genie_cfg.expect("set by a successful assembly");
+        let run_cfg = GenieRunConfig { model: genie_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
+        let task = DiffusionTask::new(&run_cfg, &r.data, genie).with_context(setup)?;
+        return train(task, &run_cfg, r);
+    }
     let mut genie_cfg = None;
-    let genie = jinn_nn::init::seeded_init(&device, derive_seed(cfg.train.seed, "init", 0), || {
+    let genie = jinn_nn::init::seeded_init(&device, seed, || {
         let (genie, assembled) = assemble_genie(&a.tokenizer, source, &cfg.model, &device)?;
         genie_cfg = Some(assembled);
         Ok::<_, jinn_train::TrainError>(genie)
     })
-    .with_context(|| format!("assembling the world model from tokenizer run {}", a.tokenizer.display()))?;
+    .with_context(assembling)?;
     let genie_cfg = genie_cfg.expect("set by a successful assembly");
     let run_cfg = GenieRunConfig { model: genie_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
-    let mut task = DynamicsTask::new(&run_cfg, &r.data, genie)
-        .with_context(|| format!("setting up dynamics training on {}", r.data.display()))?;
+    let task = DynamicsTask::new(&run_cfg, &r.data, genie).with_context(setup)?;
+    train(task, &run_cfg, r)
+}
+
+/// Run the loop on `task`, then print the summary.
+fn train<T: TrainTask>(mut task: T, run_cfg: &GenieRunConfig, r: &RunArgs) -> anyhow::Result<()> {
     tracing::info!(
         "training {:?} dynamics for {} steps on {} into {}",
-        cfg.model.kind,
-        cfg.train.steps,
+        run_cfg.model.dynamics.kind,
+        run_cfg.train.steps,
         r.device,
         r.out.display()
     );
     let t = Instant::now();
-    let summary = run_loop(&mut task, &run_cfg.train, &r.run_options(&run_cfg))?;
+    let summary = run_loop(&mut task, &run_cfg.train, &r.run_options(run_cfg))?;
     print_summary(&summary, t.elapsed().as_secs_f64(), &r.out)
 }

@@ -1,0 +1,229 @@
+//! Training a [`DiffusionGenie`]'s dynamics with the shared loop (`jinn train dynamics --kind
+//! diffusion`).
+//!
+//! The whole model (frozen MAE tokenizer and LAM included) is saved in every checkpoint with the
+//! resolved [`GenieRunConfig`] (checkpoint kind `dynamics`, `model.dynamics.kind = "diffusion"`,
+//! `K` in `model.dynamics.denoise_steps`: resuming with another `K` fails on that key). Levels
+//! and noise of micro-batch `j` of step `s` come from
+//! `rng_for(seed, "diffusion-noise", s·grad_accum + j)`, validation ones from
+//! `rng_for(seed, "val-noise", i)`: a resumed run is bit-identical to an uninterrupted one on
+//! the CPU backend.
+//!
+//! Metrics (spec §3.6): `loss` (ramp-weighted), `mse`, `codebook_usage_lam` with a LAM,
+//! `grad_norm` when clipping; validation adds `psnr, ssim` of the MAE-decoded predictions
+//! against the clip (teacher-forced denoising at the drawn levels, as the reference logs).
+
+use crate::diffusion_genie::{DiffusionGenie, DiffusionGenieOutput};
+use crate::dynamics_task::GenieRunConfig;
+use crate::genie::DYNAMICS_KIND;
+use crate::task_common::{
+    actions, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
+};
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use jinn_data::dataset::Dataset;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::loader::{Batch, Loader};
+use jinn_data::metrics::{mean_psnr, mean_ssim};
+use jinn_data::rng::rng_for;
+use jinn_data::FrameShape;
+use jinn_nn::CodeUsage;
+use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::optim::clip_global_norm;
+use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::{Result, TrainError};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The diffusion dynamics [`TrainTask`].
+pub struct DiffusionTask {
+    model: DiffusionGenie,
+    optim: ModuleOptimizer,
+    cfg: GenieRunConfig,
+    train_data: Arc<Dataset>,
+    val_data: Option<Arc<Dataset>>,
+    loader: Loader,
+}
+
+/// Running sums of per-forward metrics.
+#[derive(Default)]
+struct Sums {
+    loss: f64,
+    mse: f64,
+    psnr: f64,
+    ssim: f64,
+    lam_counts: Vec<u64>,
+    count: usize,
+}
+
+impl Sums {
+    fn into_metrics(self, with_images: bool) -> Metrics {
+        let n = self.count.max(1) as f64;
+        let mut m = Metrics::from([("loss".to_string(), self.loss / n), ("mse".to_string(), self.mse / n)]);
+        if !self.lam_counts.is_empty() {
+            m.insert("codebook_usage_lam".into(), CodeUsage { counts: self.lam_counts }.fraction_used());
+        }
+        if with_images {
+            m.insert("psnr".into(), self.psnr / n);
+            m.insert("ssim".into(), self.ssim / n);
+        }
+        m
+    }
+}
+
+impl DiffusionTask {
+    /// A task over `data_dir` (`train/`, and `val/` if present) training `model` (assembled
+    /// for `cfg.model` on an autodiff device, e.g. by
+    /// [`crate::diffusion_genie::assemble_diffusion_genie`]).
+    pub fn new(cfg: &GenieRunConfig, data_dir: &Path, model: DiffusionGenie) -> Result<Self> {
+        cfg.train.validate()?;
+        let t = &cfg.model.tokenizer;
+        let want = FrameShape { height: t.height, width: t.width, channels: t.channels };
+        let (train_data, val_data) =
+            open_splits(data_dir, &cfg.train, &cfg.data, want, "the tokenizer's frame size")?;
+        if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
+            let meta = train_data.metadata().and_then(|m| m.num_actions);
+            if meta.is_some_and(|k| k != num_actions) {
+                return Err(TrainError::config(
+                    "--actions gt",
+                    format!("the model embeds {num_actions} actions but the data has {}", meta.unwrap_or(0)),
+                ));
+            }
+        }
+        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let optim = cfg.train.optim.init_for(&model)?;
+        Ok(DiffusionTask { model, optim, cfg: cfg.clone(), train_data, val_data, loader })
+    }
+
+    /// The model being trained.
+    pub fn model(&self) -> &DiffusionGenie {
+        &self.model
+    }
+
+    fn forward(
+        model: &DiffusionGenie,
+        batch: &Batch,
+        rng: &mut dyn rand::RngCore,
+    ) -> Result<DiffusionGenieOutput> {
+        let device = model.dynamics.level_embed.val().device();
+        let acts = actions(batch, &device)?;
+        model.forward(videos(batch, &device), acts, rng).map_err(model_err)
+    }
+
+    fn add(&self, out: &DiffusionGenieOutput, sums: &mut Sums) -> Result<()> {
+        sums.loss += out.out.loss.clone().into_scalar::<f32>() as f64;
+        sums.mse += out.out.mse.clone().into_scalar::<f32>() as f64;
+        if let (Some(idx), Some(lam)) = (&out.lam_indices, &self.model.lam) {
+            let usage = CodeUsage::from_indices(idx.clone(), lam.num_codes()).map_err(model_err)?;
+            if sums.lam_counts.is_empty() {
+                sums.lam_counts = usage.counts;
+            } else {
+                sums.lam_counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+            }
+        }
+        sums.count += 1;
+        Ok(())
+    }
+}
+
+impl TrainTask for DiffusionTask {
+    fn kind(&self) -> &str {
+        DYNAMICS_KIND
+    }
+
+    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+        let mut acc = GradientsAccumulator::<DiffusionGenie>::new();
+        let mut sums = Sums::default();
+        for micro in 0..ctx.grad_accum {
+            let batch = next_batch(&mut self.loader)?;
+            let mut rng =
+                rng_for(ctx.seed, "diffusion-noise", ctx.step * ctx.grad_accum as u64 + micro as u64);
+            let out = Self::forward(&self.model, &batch, &mut rng)?;
+            let loss = out.out.loss.clone().div_scalar(ctx.grad_accum as f64); // averaged over micro-batches
+            let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+            self.add(&out, &mut sums)?;
+            acc.accumulate(&self.model, grads);
+        }
+        let mut grads = acc.grads();
+        let mut metrics = sums.into_metrics(false);
+        if let Some(max) = ctx.clip_norm {
+            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
+        }
+        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        Ok(metrics)
+    }
+
+    fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
+        let Some(data) = self.val_data.clone() else {
+            return Ok(Metrics::new());
+        };
+        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
+        let model = self.model.valid();
+        let mut sums = Sums::default();
+        for i in 0..batches {
+            let batch = next_batch(&mut loader)?;
+            let out =
+                Self::forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-noise", i as u64))?;
+            self.add(&out, &mut sums)?;
+            let recon: Vec<f32> = model
+                .tokenizer
+                .decode(out.out.pred)
+                .map_err(model_err)?
+                .try_into_vec_as::<f32>()
+                .expect("float tensor data");
+            let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
+            sums.psnr += mean_psnr(&recon, &gt, batch.frame_shape)?;
+            sums.ssim += mean_ssim(&recon, &gt, batch.frame_shape)?;
+        }
+        Ok(sums.into_metrics(true))
+    }
+
+    /// `images/dynamics_step_XXXXXX.gif`: the first validation clip (training clip without a
+    /// val split), its MAE reconstruction, and the decoded clean-latent predictions from the
+    /// noised latents (teacher-forced, levels as in validation).
+    fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
+        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
+        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let s = batch.frame_shape;
+        let clip = s.frame_bytes() * batch.seq_len;
+        let one = Batch {
+            videos: batch.videos[..clip].to_vec(),
+            actions: batch.actions.as_ref().map(|a| a[..batch.seq_len * batch.action_dims].to_vec()),
+            batch_size: 1,
+            ..batch.clone()
+        };
+        let model = self.model.valid();
+        let out = Self::forward(&model, &one, &mut rng_for(self.cfg.train.seed, "val-noise", 0))?;
+        let recon = to_u8(model.tokenizer.decode(out.latents).map_err(model_err)?);
+        let pred = to_u8(model.tokenizer.decode(out.out.pred).map_err(model_err)?);
+        let dir = run_dir.join("images");
+        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+        let panels = [
+            Panel { label: "data", frames: &one.videos },
+            Panel { label: "mae", frames: &recon },
+            Panel { label: "predicted", frames: &pred },
+        ];
+        write_panels_gif(
+            &dir.join(format!("dynamics_step_{step:06}.gif")),
+            &panels,
+            s,
+            &GifOptions::default(),
+        )?;
+        Ok(())
+    }
+
+    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+        state.loader = Some(self.loader.position());
+        snapshot(&self.model, &self.optim, state)
+    }
+
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+//! The masked-autoencoder (MAE) video tokenizer of the diffusion baseline (jasmine spec §2.2,
+//! loss §3.2): continuous latents instead of codes.
+//!
+//! `videos` `[B, T, H, W, C]` in `[0, 1]` → patchify `[B, T, N, P]` → (training: each frame's
+//! patches replaced by a learned mask patch with a per-frame ratio `r ~ U[0, max_mask_ratio)`)
+//! → axial encoder (spatial full, temporal causal) → `tanh` → latents `[B, T, N, L]` in
+//! `(−1, 1)` → axial decoder → sigmoid → unpatchify `[B, T, H, W, C]`. The loss is the MSE over
+//! every pixel (masked and visible patches alike).
+//!
+//! Built from a [`TokenizerConfig`] with `kind = "mae"` (same encoder/decoder shapes as the VQ
+//! tokenizer; `num_codes`, `codebook_dropout`, `vq_beta`, `reset_threshold` are unused).
+//! Masks are drawn on the host from a caller-supplied generator ([`draw_patch_mask`]), so
+//! training is reproducible and a resumed run draws the same masks.
+
+use crate::tokenizer::{TokenizerConfig, TokenizerKind};
+use burn::module::{Module, Param};
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{Bool, Device, Distribution, Tensor, TensorData};
+use jinn_nn::init::lazy_param;
+use jinn_nn::{patchify, unpatchify, AxialTransformer, NnError, PatchGrid};
+use rand::Rng;
+
+impl TokenizerConfig {
+    /// Build the MAE tokenizer (`kind = "mae"`; an error otherwise). The mask patch is drawn
+    /// from `U(−√3, √3)` (spec §1.7), the transformers as for the VQ tokenizer.
+    pub fn init_mae(&self, device: &Device) -> Result<MaeTokenizer, NnError> {
+        self.expect_kind(TokenizerKind::Mae)?;
+        if !(0.0..1.0).contains(&self.max_mask_ratio) {
+            return Err(NnError::InvalidConfig {
+                field: "max_mask_ratio",
+                reason: format!("must be in [0, 1), got {}", self.max_mask_ratio),
+            });
+        }
+        let grid = self.grid()?;
+        let p = grid.patch_dim();
+        let bound = 3f64.sqrt();
+        Ok(MaeTokenizer {
+            encoder: self.encoder(p, device)?,
+            decoder: self.decoder(p, device)?,
+            mask_patch: lazy_param([p], device, move |d| {
+                Tensor::random([p], Distribution::Uniform(-bound, bound), d)
+            }),
+            patch: self.patch,
+            height: self.height,
+            width: self.width,
+            channels: self.channels,
+            max_mask_ratio: self.max_mask_ratio,
+        })
+    }
+}
+
+/// The MAE tokenizer (see the module docs).
+#[derive(Module, Debug)]
+pub struct MaeTokenizer {
+    /// Patches `P` → latents `L` (before `tanh`).
+    pub encoder: AxialTransformer,
+    /// Latents `L` → patch logits `P`.
+    pub decoder: AxialTransformer,
+    /// The learned patch that replaces masked patches `[P]` (pixel-patch space).
+    pub mask_patch: Param<Tensor<1>>,
+    /// Patch side.
+    pub patch: usize,
+    /// Frame rows.
+    pub height: usize,
+    /// Frame columns.
+    pub width: usize,
+    /// Frame channels.
+    pub channels: usize,
+    /// Upper bound of the per-frame training mask ratio.
+    pub max_mask_ratio: f64,
+}
+
+/// The result of [`MaeTokenizer::forward_train`].
+#[derive(Debug, Clone)]
+pub struct MaeOutput {
+    /// Latents `[B, T, N, L]` in `(−1, 1)`.
+    pub latents: Tensor<4>,
+    /// Reconstruction `[B, T, H, W, C]` in `[0, 1]`.
+    pub recon: Tensor<5>,
+    /// MSE over every pixel and channel `[1]` (the loss).
+    pub loss: Tensor<1>,
+}
+
+/// A training mask `[B, T, N]` (row-major, true = replaced by the mask patch): for every
+/// frame a ratio `r ~ U[0, max_ratio)`, then each of its `N` patches masked independently with
+/// probability `r` (spec §2.2). Also returns the per-frame ratios `[B·T]`.
+pub fn draw_patch_mask(
+    [b, t, n]: [usize; 3],
+    max_ratio: f64,
+    rng: &mut dyn rand::RngCore,
+) -> (Vec<bool>, Vec<f64>) {
+    let mut mask = Vec::with_capacity(b * t * n);
+    let mut ratios = Vec::with_capacity(b * t);
+    for _ in 0..b * t {
+        let r: f64 = if max_ratio > 0.0 { rng.random_range(0.0..max_ratio) } else { 0.0 };
+        ratios.push(r);
+        mask.extend((0..n).map(|_| rng.random_bool(r)));
+    }
+    (mask, ratios)
+}
+
+impl MaeTokenizer {
+    /// The patch grid of the frames this tokenizer was built for.
+    pub fn grid(&self) -> PatchGrid {
+        PatchGrid { patch: self.patch, height: self.height, width: self.width, channels: self.channels }
+    }
+
+    /// Latent width `L`.
+    pub fn latent_dim(&self) -> usize {
+        self.decoder.proj_in.weight.shape().dims::<2>()[0]
+    }
+
+    fn check_frames(&self, dims: [usize; 5]) -> Result<(), NnError> {
+        let [_, _, h, w, c] = dims;
+        if [h, w, c] != [self.height, self.width, self.channels] {
+            return Err(NnError::Shape {
+                what: "videos [B, T, H, W, C]",
+                expected: format!("H×W×C = {}×{}×{}", self.height, self.width, self.channels),
+                got: format!("{h}×{w}×{c}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Latents `[B, T, N, L]` of `videos` `[B, T, H, W, C]` in `[0, 1]`, with the patches where
+    /// `mask` `[B, T, N]` is true replaced by the mask patch (`None`: nothing masked).
+    pub fn encode_masked(&self, videos: Tensor<5>, mask: Option<&[bool]>) -> Result<Tensor<4>, NnError> {
+        self.check_frames(videos.dims())?;
+        let patches = patchify(videos, self.patch)?; // [b, t, n, p]
+        let [b, t, n, p] = patches.dims();
+        let patches = match mask {
+            Some(mask) => {
+                if mask.len() != b * t * n {
+                    return Err(NnError::Shape {
+                        what: "patch mask [B, T, N]",
+                        expected: format!("{} entries", b * t * n),
+                        got: format!("{} entries", mask.len()),
+                    });
+                }
+                let mask = Tensor::<3, Bool>::from_data(
+                    TensorData::new(mask.to_vec(), [b, t, n]),
+                    &patches.device(),
+                );
+                let fill = self.mask_patch.val().reshape([1, 1, 1, p]).expand([b, t, n, p]); // [b, t, n, p]
+                patches.mask_where(mask.unsqueeze_dim::<4>(3).expand([b, t, n, p]), fill)
+            }
+            None => patches,
+        };
+        Ok(self.encoder.forward(patches).tanh()) // [b, t, n, l]
+    }
+
+    /// Latents `[B, T, N, L]` of `videos` without masking (inference, and inside a world model).
+    pub fn encode(&self, videos: Tensor<5>) -> Result<Tensor<4>, NnError> {
+        self.encode_masked(videos, None)
+    }
+
+    /// Frames `[B, T, H, W, C]` in `[0, 1]` decoded from latents `[B, T, N, L]`.
+    pub fn decode(&self, latents: Tensor<4>) -> Result<Tensor<5>, NnError> {
+        let [_, _, n, l] = latents.dims();
+        if n != self.grid().num_patches() || l != self.latent_dim() {
+            return Err(NnError::Shape {
+                what: "latents [B, T, N, L]",
+                expected: format!("N = {}, L = {}", self.grid().num_patches(), self.latent_dim()),
+                got: format!("N = {n}, L = {l}"),
+            });
+        }
+        let patches = sigmoid(self.decoder.forward(latents)); // [b, t, n, p]
+        unpatchify(patches, self.grid()) // [b, t, h, w, c]
+    }
+
+    /// Training forward (spec §3.2): mask from `rng` ([`draw_patch_mask`]), encode, decode,
+    /// MSE over all pixels.
+    pub fn forward_train(
+        &self,
+        videos: Tensor<5>,
+        rng: &mut dyn rand::RngCore,
+    ) -> Result<MaeOutput, NnError> {
+        let [b, t, ..] = videos.dims();
+        let n = self.grid().num_patches();
+        let (mask, _) = draw_patch_mask([b, t, n], self.max_mask_ratio, rng);
+        self.forward_with(videos, Some(&mask))
+    }
+
+    /// The forward without masking (validation).
+    pub fn forward_eval(&self, videos: Tensor<5>) -> Result<MaeOutput, NnError> {
+        self.forward_with(videos, None)
+    }
+
+    fn forward_with(&self, videos: Tensor<5>, mask: Option<&[bool]>) -> Result<MaeOutput, NnError> {
+        let latents = self.encode_masked(videos.clone(), mask)?; // [b, t, n, l]
+        let recon = self.decode(latents.clone())?; // [b, t, h, w, c]
+        let loss = (recon.clone() - videos).powi_scalar(2).mean();
+        Ok(MaeOutput { latents, recon, loss })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,138 @@
+use super::*;
+use crate::tokenizer::frames_to_unit;
+use burn::optim::GradientsParams;
+use jinn_train::optim::OptimConfig;
+
+/// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32, latent 8.
+pub(crate) fn tiny_mae() -> TokenizerConfig {
+    TokenizerConfig {
+        kind: TokenizerKind::Mae,
+        height: 16,
+        width: 16,
+        channels: 3,
+        patch: 4,
+        model_dim: 32,
+        ffn_dim: 64,
+        num_heads: 4,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+        ..TokenizerConfig::default()
+    }
+}
+
+fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.try_into_vec_as::<f32>().unwrap()
+}
+
+#[test]
+fn mask_ratios_are_uniform_below_the_bound_and_patches_follow_them() {
+    let (b, t, n) = (50, 40, 200);
+    let mut rng = jinn_data::rng::rng_for(1, "test", 0);
+    let (mask, ratios) = draw_patch_mask([b, t, n], 0.9, &mut rng);
+    assert_eq!((mask.len(), ratios.len()), (b * t * n, b * t));
+    // U[0, 0.9): mean 0.45, variance 0.81/12, all in range.
+    let k = ratios.len() as f64;
+    let mean = ratios.iter().sum::<f64>() / k;
+    let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / k;
+    assert!(ratios.iter().all(|&r| (0.0..0.9).contains(&r)));
+    assert!((mean - 0.45).abs() < 0.02, "mean ratio {mean}");
+    assert!((var - 0.81 / 12.0).abs() < 0.01, "ratio variance {var}");
+    // Ratios spread over the whole interval (not one draw per clip).
+    assert!(ratios.iter().any(|&r| r < 0.1) && ratios.iter().any(|&r| r > 0.8));
+    // Each frame's masked fraction tracks its own ratio (binomial, n = 200: sd ≤ 0.036).
+    for (frame, &r) in mask.chunks(n).zip(&ratios) {
+        let frac = frame.iter().filter(|&&m| m).count() as f64 / n as f64;
+        assert!((frac - r).abs() < 0.15, "masked fraction {frac} for ratio {r}");
+    }
+    let overall = mask.iter().filter(|&&m| m).count() as f64 / mask.len() as f64;
+    assert!((overall - 0.45).abs() < 0.02, "overall masked fraction {overall}");
+    // Ratio bound 0: nothing masked.
+    let (none, _) = draw_patch_mask([2, 3, 16], 0.0, &mut rng);
+    assert!(none.iter().all(|&m| !m));
+}
+
+#[test]
+fn shapes_bounds_and_masking_replace_patches() {
+    let device = Device::flex();
+    let model = tiny_mae().init_mae(&device).unwrap();
+    let x = Tensor::<5>::random([2, 3, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+    let z = model.encode(x.clone()).unwrap();
+    assert_eq!(z.dims(), [2, 3, 16, 8]);
+    assert!(floats(z.clone()).iter().all(|v| v.abs() <= 1.0), "tanh bounds the latents");
+    let recon = model.decode(z).unwrap();
+    assert_eq!(recon.dims(), [2, 3, 16, 16, 3]);
+    assert!(floats(recon).iter().all(|v| (0.0..=1.0).contains(v)));
+    // Every patch masked: the latents no longer depend on the frames.
+    let all = vec![true; 2 * 3 * 16];
+    let y = Tensor::<5>::random([2, 3, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+    let zx = floats(model.encode_masked(x.clone(), Some(&all)).unwrap());
+    let zy = floats(model.encode_masked(y, Some(&all)).unwrap());
+    assert!(zx.iter().zip(&zy).all(|(a, b)| (a - b).abs() < 1e-6));
+    // An empty mask is the unmasked encoding; a wrong-sized one is an error.
+    let none = vec![false; 2 * 3 * 16];
+    let a = floats(model.encode_masked(x.clone(), Some(&none)).unwrap());
+    let b = floats(model.encode(x.clone()).unwrap());
+    assert_eq!(a, b);
+    assert!(model.encode_masked(x, Some(&none[1..])).is_err());
+    // Wrong frame size and wrong latent shape are errors naming what was expected.
+    let bad = Tensor::<5>::zeros([1, 1, 8, 16, 3], &device);
+    assert!(model.encode(bad).unwrap_err().to_string().contains("16×16×3"));
+    assert!(model.decode(Tensor::zeros([1, 1, 16, 7], &device)).is_err());
+}
+
+#[test]
+fn kinds_are_checked_and_parameter_count_matches_jasmine() {
+    let device = Device::flex();
+    let err = TokenizerConfig::default().init_mae(&device).unwrap_err().to_string();
+    assert!(err.contains("`vq`") && err.contains("`mae`"), "{err}");
+    assert!(tiny_mae().init(&device).unwrap_err().to_string().contains("`mae` tokenizer config"));
+    let bad = TokenizerConfig { max_mask_ratio: 1.0, ..tiny_mae() };
+    assert!(bad.init_mae(&device).unwrap_err().to_string().contains("max_mask_ratio"));
+    // Jasmine's TokenizerMAE at its defaults (spec §1.8): 34,457,696 parameters.
+    let mae =
+        TokenizerConfig { kind: TokenizerKind::Mae, ..TokenizerConfig::default() }.init_mae(&device).unwrap();
+    assert_eq!(mae.num_params(), 34_457_696);
+}
+
+/// Clips whose 4×4 patches are solid colours moving one patch per frame.
+fn patch_clips(b: usize, t: usize) -> Vec<u8> {
+    let colours = [[250u8, 20, 20], [20, 250, 20], [20, 20, 250], [200, 200, 40], [10, 10, 10]];
+    let mut v = Vec::with_capacity(b * t * 16 * 16 * 3);
+    for bi in 0..b {
+        for ti in 0..t {
+            for y in 0..16 {
+                for x in 0..16 {
+                    let k = ((y / 4) * 3 + x / 4 + ti + 2 * bi) % colours.len();
+                    v.extend_from_slice(&colours[k]);
+                }
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn loss_falls_on_a_small_batch() {
+    let device = Device::flex().autodiff();
+    device.seed(7);
+    let mut model = tiny_mae().init_mae(&device).unwrap();
+    let mut optim = OptimConfig::default().init().unwrap();
+    let clips = patch_clips(2, 3);
+    let x = frames_to_unit(&clips, [2, 3, 16, 16, 3], &device);
+    let eval = |m: &MaeTokenizer| {
+        let m = m.valid();
+        let x = frames_to_unit(&clips, [2, 3, 16, 16, 3], &m.mask_patch.val().device());
+        m.forward_eval(x).unwrap().loss.into_scalar::<f32>()
+    };
+    let first = eval(&model);
+    for step in 0..60 {
+        let mut rng = jinn_data::rng::rng_for(0, "test", step);
+        let out = model.forward_train(x.clone(), &mut rng).unwrap();
+        let grads = GradientsParams::from_grads(out.loss.backward(), &model);
+        model = optim.step(3e-3, model, grads);
+    }
+    let last = eval(&model);
+    eprintln!("mae: unmasked loss {first} → {last}");
+    assert!(last * 4.0 <= first, "loss {first} → {last}: less than a 4× drop");
+}

@@ -1,0 +1,205 @@
+//! Training the [`MaeTokenizer`] with the shared loop ([`jinn_train::train_loop`]):
+//! `jinn train tokenizer --kind mae`.
+//!
+//! Same run config, data handling and checkpoint kind (`tokenizer`) as the VQ
+//! [`crate::TokenizerTask`]; the stored `model.kind = "mae"` tells the two apart, so resuming
+//! an MAE run as a VQ one (or the reverse) fails on that key. The mask of micro-batch `j` of
+//! step `s` comes from `rng_for(seed, "mae-mask", s·grad_accum + j)`: a resumed run is
+//! bit-identical to an uninterrupted one on the CPU backend.
+//!
+//! Metrics (spec §3.2): `loss` (= `mse`, over all pixels of the masked-input reconstruction),
+//! `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
+
+use crate::mae::{MaeOutput, MaeTokenizer};
+use crate::task_common::{
+    loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
+};
+use crate::tokenizer::TokenizerKind;
+use crate::tokenizer_task::{TokenizerRunConfig, TOKENIZER_KIND};
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::tensor::Device;
+use jinn_data::dataset::Dataset;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::loader::{Batch, Loader};
+use jinn_data::metrics::{mean_psnr, mean_ssim};
+use jinn_data::rng::{derive_seed, rng_for};
+use jinn_data::FrameShape;
+use jinn_nn::init::seeded_init;
+use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::optim::clip_global_norm;
+use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::{Result, TrainError};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The MAE tokenizer's [`TrainTask`].
+pub struct MaeTask {
+    device: Device,
+    model: MaeTokenizer,
+    optim: ModuleOptimizer,
+    cfg: TokenizerRunConfig,
+    train_data: Arc<Dataset>,
+    val_data: Option<Arc<Dataset>>,
+    loader: Loader,
+}
+
+/// Running sums of per-forward metrics.
+#[derive(Default)]
+struct Sums {
+    loss: f64,
+    psnr: f64,
+    ssim: f64,
+    count: usize,
+    image_count: usize,
+}
+
+impl Sums {
+    /// Add one forward's loss, and its PSNR/SSIM against `batch` when `images`.
+    fn add(&mut self, out: &MaeOutput, batch: &Batch, images: bool) -> Result<()> {
+        self.loss += out.loss.clone().into_scalar::<f32>() as f64;
+        self.count += 1;
+        if images {
+            let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
+            let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
+            self.psnr += mean_psnr(&recon, &gt, batch.frame_shape)?;
+            self.ssim += mean_ssim(&recon, &gt, batch.frame_shape)?;
+            self.image_count += 1;
+        }
+        Ok(())
+    }
+
+    fn into_metrics(self) -> Metrics {
+        let n = self.count.max(1) as f64;
+        let mut m = Metrics::from([("loss".to_string(), self.loss / n), ("mse".to_string(), self.loss / n)]);
+        if self.image_count > 0 {
+            let k = self.image_count as f64;
+            m.insert("psnr".into(), self.psnr / k);
+            m.insert("ssim".into(), self.ssim / k);
+        }
+        m
+    }
+}
+
+impl MaeTask {
+    /// A task over `data_dir` (`train/`, and `val/` if present) training `model` (built from
+    /// `cfg.model`, which must have `kind = "mae"`, on the autodiff `device`).
+    pub fn new(
+        cfg: &TokenizerRunConfig,
+        data_dir: &Path,
+        model: MaeTokenizer,
+        device: Device,
+    ) -> Result<Self> {
+        cfg.train.validate()?;
+        cfg.train.precision.ensure_supported(&device)?;
+        cfg.model.expect_kind(TokenizerKind::Mae).map_err(model_err)?;
+        let m = &cfg.model;
+        let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
+        let (train_data, val_data) =
+            open_splits(data_dir, &cfg.train, &cfg.data, want, "model.height/width/channels")?;
+        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let optim = cfg.train.optim.init_for(&model)?;
+        Ok(MaeTask { device, model, optim, cfg: cfg.clone(), train_data, val_data, loader })
+    }
+
+    /// Build the model from `cfg.model` with its initialisation seeded from the run seed, on
+    /// `device` (autodiff), and the task around it.
+    pub fn from_config(cfg: &TokenizerRunConfig, data_dir: &Path, device: Device) -> Result<Self> {
+        let seed = derive_seed(cfg.train.seed, "init", 0);
+        let model = seeded_init(&device, seed, || cfg.model.init_mae(&device)).map_err(model_err)?;
+        Self::new(cfg, data_dir, model, device)
+    }
+
+    /// The model being trained.
+    pub fn model(&self) -> &MaeTokenizer {
+        &self.model
+    }
+
+    /// Whether the loop logs the metrics of the update that starts at `step`.
+    fn is_logged(&self, step: u64) -> bool {
+        let t = &self.cfg.train;
+        let done = step + 1;
+        (t.log_every > 0 && done.is_multiple_of(t.log_every)) || done >= t.steps
+    }
+}
+
+impl TrainTask for MaeTask {
+    fn kind(&self) -> &str {
+        TOKENIZER_KIND
+    }
+
+    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+        let mut acc = GradientsAccumulator::<MaeTokenizer>::new();
+        let mut sums = Sums::default();
+        let precision = self.cfg.train.precision;
+        for micro in 0..ctx.grad_accum {
+            let batch = next_batch(&mut self.loader)?;
+            let x = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
+            let mut rng = rng_for(ctx.seed, "mae-mask", ctx.step * ctx.grad_accum as u64 + micro as u64);
+            let model = precision.compute_model(&self.model);
+            let out = model.forward_train(x, &mut rng).map_err(model_err)?;
+            let loss = out.loss.clone().div_scalar(ctx.grad_accum as f64); // averaged over micro-batches
+            let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+            sums.add(&out, &batch, self.is_logged(ctx.step))?;
+            acc.accumulate(&self.model, grads);
+        }
+        let mut grads = acc.grads();
+        let mut metrics = sums.into_metrics();
+        if let Some(max) = ctx.clip_norm {
+            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
+        }
+        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        Ok(metrics)
+    }
+
+    fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
+        let Some(data) = self.val_data.clone() else {
+            return Ok(Metrics::new());
+        };
+        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
+        let model = self.model.valid();
+        let device = model.mask_patch.val().device();
+        let mut sums = Sums::default();
+        for _ in 0..batches {
+            let batch = next_batch(&mut loader)?;
+            let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
+            sums.add(&out, &batch, true)?;
+        }
+        Ok(sums.into_metrics())
+    }
+
+    /// `images/recon_step_XXXXXX.gif`: the first validation clip (or training clip without a
+    /// val split) beside its unmasked reconstruction.
+    fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
+        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
+        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let model = self.model.valid();
+        let device = model.mask_patch.val().device();
+        let recon = to_u8(model.forward_eval(videos(&batch, &device)).map_err(model_err)?.recon);
+        let clip = batch.seq_len * batch.frame_shape.frame_bytes();
+        let dir = run_dir.join("images");
+        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+        let panels = [
+            Panel { label: "data", frames: &batch.videos[..clip] },
+            Panel { label: "recon", frames: &recon[..clip] },
+        ];
+        let path = dir.join(format!("recon_step_{step:06}.gif"));
+        write_panels_gif(&path, &panels, batch.frame_shape, &GifOptions::default())?;
+        Ok(())
+    }
+
+    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+        state.loader = Some(self.loader.position());
+        snapshot(&self.model, &self.optim, state)
+    }
+
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = checkpoint.load_model(self.model.clone())?;
+        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

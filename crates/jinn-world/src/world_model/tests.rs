@@ -1,0 +1,66 @@
+use super::*;
+use crate::diffusion_genie::tests::mae_run;
+use crate::genie::tests::{component_runs, tiny_dynamics};
+use crate::genie::{assemble_genie, ActionSource};
+use crate::{assemble_diffusion_genie, frames_to_unit};
+use jinn_train::checkpoint::{save, TrainState};
+use jinn_train::optim::OptimConfig;
+
+fn save_run<M: burn::module::Module>(dir: &Path, model: &M, cfg: &GenieConfig) {
+    let run_cfg = crate::dynamics_task::GenieRunConfig {
+        model: cfg.clone(),
+        train: Default::default(),
+        data: Default::default(),
+    };
+    let state = TrainState {
+        step: 1,
+        model_kind: DYNAMICS_KIND.into(),
+        config: jinn_train::config::to_json(&run_cfg),
+        seed: 0,
+        loader: None,
+        val_loader: None,
+        metrics_head: Vec::new(),
+        extra: Default::default(),
+    };
+    save(dir, model, &OptimConfig::default().init().unwrap(), state).unwrap();
+}
+
+#[test]
+fn load_world_picks_the_family_and_rollouts_decode_frames() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, lam) = component_runs(root.path());
+    let mae = mae_run(root.path());
+    let device = Device::flex();
+    let (g, g_cfg) =
+        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::Causal), &device)
+            .unwrap();
+    let (d, d_cfg) = assemble_diffusion_genie(
+        &mae,
+        ActionSource::LamRun(&lam),
+        &crate::diffusion::tests::tiny_diffusion(3),
+        &device,
+    )
+    .unwrap();
+    save_run(&root.path().join("tokens"), &g, &g_cfg);
+    save_run(&root.path().join("diffusion"), &d, &d_cfg);
+    let (tokens, _, _) = load_world(&root.path().join("tokens"), &device).unwrap();
+    let (diffusion, _, _) = load_world(&root.path().join("diffusion"), &device).unwrap();
+    assert_eq!(tokens.view().kind(), DynamicsKind::Causal);
+    assert_eq!(diffusion.view().kind(), DynamicsKind::Diffusion);
+
+    let videos = frames_to_unit(&crate::lam::tests::moving_square(1, 3), [1, 3, 16, 16, 3], &device);
+    for model in [&tokens, &diffusion] {
+        let world = model.view();
+        let (actions, ids) = world.latent_actions(videos.clone(), None).unwrap();
+        assert!(world.has_lam() && ids.is_some());
+        let encoded = world.encode(videos.clone()).unwrap();
+        let cfg = SamplerConfig { maskgit_steps: 2, ..SamplerConfig::default() };
+        let frames = world.rollout(encoded.first_frames(1), actions, 3, &cfg).unwrap();
+        assert_eq!(frames.dims(), [1, 3, 16, 16, 3]);
+    }
+    // Encoded frames of the other family are refused.
+    let latents = diffusion.view().encode(videos.clone()).unwrap();
+    let (actions, _) = tokens.view().latent_actions(videos, None).unwrap();
+    let err = tokens.view().rollout(latents, actions, 3, &SamplerConfig::default()).unwrap_err().to_string();
+    assert!(err.contains("other model family"), "{err}");
+}
