@@ -86,8 +86,9 @@ pub struct OptimConfig {
     /// SFD: largest spectral norm allowed for each matrix inside a reversible coupling's
     /// sub-networks (with `spectral_scaling = "shape"`, for a square one).
     pub spectral_bound: f64,
-    /// SFD: `"uniform"` (every controlled matrix ≤ `spectral_bound`) or `"shape"` (a
-    /// `fan_in → fan_out` matrix ≤ `spectral_bound·√(fan_out/fan_in)`), see [`BoundScaling`].
+    /// SFD: `"shape"` (default: a `fan_in → fan_out` matrix ≤
+    /// `spectral_bound·√(fan_out/fan_in)`) or `"uniform"` (every controlled matrix ≤
+    /// `spectral_bound`), see [`BoundScaling`].
     pub spectral_scaling: BoundScaling,
     /// SFD: power iterations per step for each controlled matrix.
     pub power_iterations: usize,
@@ -110,7 +111,7 @@ impl Default for OptimConfig {
             epsilon: 1e-8,
             weight_decay: 1e-4,
             spectral_bound: 4.0,
-            spectral_scaling: BoundScaling::Uniform,
+            spectral_scaling: BoundScaling::Shape,
             power_iterations: 1,
             power_init_iterations: 50,
             power_tolerance: 1e-7,
@@ -398,6 +399,8 @@ mod tests {
     fn defaults_are_jasmines_and_validation_names_fields() {
         let c = OptimConfig::default();
         assert_eq!((c.beta_1, c.beta_2, c.epsilon, c.weight_decay), (0.9, 0.9, 1e-8, 1e-4));
+        // SFD's defaults are the ones `jinn bench sfd` measures against its targets.
+        assert_eq!((c.spectral_bound, c.spectral_scaling), (4.0, BoundScaling::Shape));
         let bad = OptimConfig { beta_2: 1.0, ..c.clone() };
         assert!(bad.validate().unwrap_err().to_string().contains("train.optim.beta_2"));
         let bad = OptimConfig { epsilon: 0.0, ..c };

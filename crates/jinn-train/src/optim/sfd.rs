@@ -18,7 +18,8 @@
 //! **Spectral control.** For a controlled matrix `W` (`[rows, cols]`) the state keeps a
 //! persistent left singular vector estimate `u` (`[rows]`). After the AdamW update, each of
 //! `power_iterations` power iterations computes `v = Wᵀu/‖Wᵀu‖`, `σ = ‖Wv‖`, `u ← Wv/σ`;
-//! then `W ← W · min(1, bound/σ)`. With `power_tolerance > 0` the iteration continues while
+//! then `W ← W · min(1, b/σ)`, where the matrix's bound `b` is `spectral_bound` scaled by its
+//! shape ([`BoundScaling`]). With `power_tolerance > 0` the iteration continues while
 //! `σ` still grows by more than that (relative), up to `10·power_init_iterations`: one iteration
 //! alone lagged the true norm by 0.7% at a high learning rate in the tests. A scalar rescale keeps the singular vectors, so the
 //! persistent `u` stays a good start for the next step, and `σ` converges over steps as the
@@ -62,10 +63,14 @@ const TINY: f64 = 1e-30;
 /// the product of its two bounds — the bound on the FFN's Lipschitz constant up to the
 /// activation and the norm — is `bound²`, the same as with [`BoundScaling::Uniform`], while
 /// the expanding matrix keeps the room it starts with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+///
+/// `"shape"` is the default: on `jinn bench sfd` a uniform bound of 4 held the FFNs' `up`
+/// matrices (which AdamW grows to σ ≈ 10–12) at 4 and cost 4.5% validation loss, while the
+/// shape-scaled bound (up ≤ 8, down ≤ 2, attention ≤ 4) cost 0.5% at a lower reconstruction
+/// error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoundScaling {
     /// `"uniform"`: every controlled matrix ≤ `bound`.
-    #[default]
     Uniform,
     /// `"shape"`: a `[fan_in, fan_out]` matrix ≤ `bound·√(fan_out/fan_in)`.
     Shape,
