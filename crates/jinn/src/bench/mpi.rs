@@ -6,6 +6,12 @@
 //! prints (the training loop, including the final checkpoint, excluding process start-up).
 //! Samples/s = steps × per-rank batch × ranks / time. The runs alternate (1, N, 1, N, …) so a
 //! load change on a shared machine hits both; the speed-up is the ratio of the medians.
+//!
+//! On a machine whose cores are busy with other work the ranks do not get a core each, so the
+//! wall-clock speed-up says little; the bench therefore also prints the CPU time (user + system,
+//! all processes of the run, start-up included) per sample: the ratio of 1-rank to N-rank CPU
+//! time per sample is the parallel efficiency the ranks would reach on free cores (1 = no
+//! overhead from the all-reduces and the duplicated work).
 
 use super::train::generate_data;
 use anyhow::{bail, Context};
@@ -59,27 +65,59 @@ pub fn run(a: MpiBenchArgs) -> anyhow::Result<()> {
         a.ranks
     );
     let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut cpu_per_sample: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for round in 0..a.rounds {
         for (i, ranks) in [1, a.ranks].into_iter().enumerate() {
             let out = tmp.path().join(format!("run-{ranks}-{round}"));
+            let cpu_before = children_cpu_secs();
             let secs = timed_run(&a, ranks, &data, &out)?;
-            let rate = (a.steps as usize * batch * ranks) as f64 / secs;
-            println!("  round {round}: {ranks} rank(s): {secs:.2} s, {rate:.2} samples/s");
-            rates[i].push(rate);
+            let cpu = children_cpu_secs() - cpu_before;
+            let samples = (a.steps as usize * batch * ranks) as f64;
+            println!(
+                "  round {round}: {ranks} rank(s): {secs:.2} s, {:.2} samples/s, {:.3} CPU s/sample",
+                samples / secs,
+                cpu / samples
+            );
+            rates[i].push(samples / secs);
+            cpu_per_sample[i].push(cpu / samples);
             std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
         }
     }
-    let [one, many] = rates.map(|mut r| {
-        r.sort_by(f64::total_cmp);
-        r[r.len() / 2]
-    });
+    let [one, many] = rates.map(median);
+    let [cpu_one, cpu_many] = cpu_per_sample.map(median);
     println!(
         "median samples/s: 1 rank {one:.2}, {} ranks {many:.2}: speed-up {:.2}× (ideal {}×)",
         a.ranks,
         many / one,
         a.ranks
     );
+    println!(
+        "median CPU s/sample: 1 rank {cpu_one:.3}, {} ranks {cpu_many:.3}: parallel efficiency {:.2} \
+         (speed-up on {} free cores ≈ {:.2}×)",
+        a.ranks,
+        cpu_one / cpu_many,
+        a.ranks,
+        a.ranks as f64 * cpu_one / cpu_many
+    );
     Ok(())
+}
+
+/// The middle value (upper middle for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// User + system CPU seconds of this process's waited-for children so far.
+fn children_cpu_secs() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Run `mpirun -np ranks jinn train tokenizer …` into `out` and return the training time the
@@ -94,9 +132,9 @@ fn timed_run(a: &MpiBenchArgs, ranks: usize, data: &Path, out: &Path) -> anyhow:
         .arg("--data")
         .arg(data)
         .arg("--out")
-        .arg(out);
+        .arg(out)
+        .args(["--stop-at", &a.steps.to_string()]); // the config's schedule stays as it is
     for s in a.overrides.iter().cloned().chain([
-        format!("train.steps={}", a.steps),
         format!("train.log_every={}", a.steps),
         "train.val_every=0".into(),
         "train.image_every=0".into(),
