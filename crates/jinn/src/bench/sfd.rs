@@ -210,7 +210,7 @@ fn role_norms(model: &LanguageModel, cfg: &OptimConfig) -> BTreeMap<String, Role
     for (path, w) in coupling_weights(model) {
         // `rsf.<block>.<role…>.weight`
         let parts: Vec<&str> = path.split('.').collect();
-        let role = parts[2.min(parts.len())..parts.len().saturating_sub(1)].join(".");
+        let role = if parts.len() > 3 { parts[2..parts.len() - 1].join(".") } else { path.clone() };
         let [rows, cols] = w.dims();
         let sigma = spectral_norm(&w, cfg.power_seed, 1e-6, 500);
         let bound = cfg.spectral_scaling.bound_for(cfg.spectral_bound, rows, cols);
