@@ -451,3 +451,27 @@ fn longest_add_bounds(
     }
     bounds
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn exact_silver_boundaries_follow_the_applied_rules() {
+        let aff = "PFX U Y 1\nPFX U 0 un .\nSFX P Y 2\nSFX P y iness [^aeiou]y\nSFX P 0 ness [^y]\n\
+                   SFX Z Y 2\nSFX Z 0 rs e\nSFX Z 0 ers [^ey]\n";
+        let affixes = AffixSet::parse(aff, Path::new("t.aff")).unwrap();
+        let set = |v: &[usize]| v.iter().copied().collect::<BTreeSet<usize>>();
+        // Written out by hand from the rules: love + rs, happy − y + iness, un + kind + ness.
+        assert_eq!(derive(&affixes, "love", "lovers", &["Z"]), Some(set(&[4])));
+        assert_eq!(derive(&affixes, "walk", "walkers", &["Z"]), Some(set(&[4])));
+        assert_eq!(derive(&affixes, "happy", "unhappiness", &["U", "P"]), Some(set(&[2, 6])));
+        assert_eq!(derive(&affixes, "kind", "unkindness", &["U", "P"]), Some(set(&[2, 6])));
+        assert_eq!(derive(&affixes, "thee", "thee", &[]), Some(set(&[])));
+        assert_eq!(derive(&affixes, "kind", "kindly", &["P"]), None);
+        // The first bench's heuristic cuts the longest `add` that fits instead.
+        let (pfx, sfx): (HashSet<&str>, HashSet<&str>) = (["U"].into(), ["P", "Z"].into());
+        assert_eq!(longest_add_bounds(&affixes, "lovers", &["Z"], &pfx, &sfx), set(&[3]));
+    }
+}
