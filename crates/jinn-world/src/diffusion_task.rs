@@ -17,12 +17,13 @@ use crate::diffusion_genie::{DiffusionGenie, DiffusionGenieOutput};
 use crate::dynamics_task::GenieRunConfig;
 use crate::genie::DYNAMICS_KIND;
 use crate::task_common::{
-    actions, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
+    actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
+    videos, write_step_gif,
 };
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use jinn_data::dataset::Dataset;
-use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::rng_for;
@@ -183,33 +184,17 @@ impl TrainTask for DiffusionTask {
     /// noised latents (teacher-forced, levels as in validation).
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
-        let s = batch.frame_shape;
-        let clip = s.frame_bytes() * batch.seq_len;
-        let one = Batch {
-            videos: batch.videos[..clip].to_vec(),
-            actions: batch.actions.as_ref().map(|a| a[..batch.seq_len * batch.action_dims].to_vec()),
-            batch_size: 1,
-            ..batch.clone()
-        };
+        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let out = Self::forward(&model, &one, &mut rng_for(self.cfg.train.seed, "val-noise", 0))?;
         let recon = to_u8(model.tokenizer.decode(out.latents).map_err(model_err)?);
         let pred = to_u8(model.tokenizer.decode(out.out.pred).map_err(model_err)?);
-        let dir = run_dir.join("images");
-        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
         let panels = [
             Panel { label: "data", frames: &one.videos },
             Panel { label: "mae", frames: &recon },
             Panel { label: "predicted", frames: &pred },
         ];
-        write_panels_gif(
-            &dir.join(format!("dynamics_step_{step:06}.gif")),
-            &panels,
-            s,
-            &GifOptions::default(),
-        )?;
-        Ok(())
+        write_step_gif(run_dir, "dynamics", step, &panels, one.frame_shape)
     }
 
     fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {

@@ -20,15 +20,15 @@ use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
 use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::task_common::{
-    loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
-    save_dead_code_counters, to_u8, val_loader, videos,
+    first_clip, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
+    save_dead_code_counters, to_u8, val_loader, videos, write_step_gif,
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
-use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
@@ -242,21 +242,16 @@ impl TrainTask for LamTask {
     /// clip without a val split) beside the LAM's prediction of them.
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
-        let s = batch.frame_shape;
-        let clip = s.frame_bytes() * batch.seq_len;
-        let one = Batch { videos: batch.videos[..clip].to_vec(), batch_size: 1, ..batch.clone() };
+        let s = one.frame_shape;
         let out = model.forward_eval(videos(&one, &model.vq.codebook.val().device())).map_err(model_err)?;
         let recon = to_u8(out.recon); // [t−1, h, w, c]
-        let dir = run_dir.join("images");
-        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
         let panels = [
             Panel { label: "data", frames: &one.videos[s.frame_bytes()..] },
             Panel { label: "lam", frames: &recon },
         ];
-        write_panels_gif(&dir.join(format!("lam_step_{step:06}.gif")), &panels, s, &GifOptions::default())?;
-        Ok(())
+        write_step_gif(run_dir, "lam", step, &panels, s)
     }
 
     fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {

@@ -12,7 +12,8 @@
 
 use crate::mae::{MaeOutput, MaeTokenizer};
 use crate::task_common::{
-    loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
+    first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
+    write_step_gif,
 };
 use crate::tokenizer::TokenizerKind;
 use crate::tokenizer_task::{TokenizerRunConfig, TOKENIZER_KIND};
@@ -20,7 +21,7 @@ use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
-use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
+use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
@@ -29,7 +30,7 @@ use jinn_nn::init::seeded_init;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
-use jinn_train::{Result, TrainError};
+use jinn_train::Result;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -172,20 +173,12 @@ impl TrainTask for MaeTask {
     /// val split) beside its unmasked reconstruction.
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let device = model.mask_patch.val().device();
-        let recon = to_u8(model.forward_eval(videos(&batch, &device)).map_err(model_err)?.recon);
-        let clip = batch.seq_len * batch.frame_shape.frame_bytes();
-        let dir = run_dir.join("images");
-        std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-        let panels = [
-            Panel { label: "data", frames: &batch.videos[..clip] },
-            Panel { label: "recon", frames: &recon[..clip] },
-        ];
-        let path = dir.join(format!("recon_step_{step:06}.gif"));
-        write_panels_gif(&path, &panels, batch.frame_shape, &GifOptions::default())?;
-        Ok(())
+        let recon = to_u8(model.forward_eval(videos(&one, &device)).map_err(model_err)?.recon);
+        let panels = [Panel { label: "data", frames: &one.videos }, Panel { label: "recon", frames: &recon }];
+        write_step_gif(run_dir, "recon", step, &panels, one.frame_shape)
     }
 
     fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {

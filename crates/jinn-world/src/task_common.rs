@@ -5,6 +5,7 @@ use crate::tokenizer::frames_to_unit;
 use crate::tokenizer_task::DataConfig;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
 use jinn_data::rng::derive_seed;
 use jinn_data::FrameShape;
@@ -185,5 +186,38 @@ pub(crate) fn restore_dead_code_counters(
         ));
     }
     tracker.last_active = last_active;
+    Ok(())
+}
+
+/// The first clip (and its actions) of a fresh validation loader over `split`, as a batch of
+/// one: what the training GIFs show.
+pub(crate) fn first_clip(train: &TrainConfig, data: &DataConfig, split: Arc<Dataset>) -> Result<Batch> {
+    let batch = next_batch(&mut val_loader(train, data, split)?)?;
+    let clip = batch.frame_shape.frame_bytes() * batch.seq_len;
+    Ok(Batch {
+        videos: batch.videos[..clip].to_vec(),
+        actions: batch.actions.as_ref().map(|a| a[..batch.seq_len * batch.action_dims].to_vec()),
+        batch_size: 1,
+        ..batch
+    })
+}
+
+/// Writes `run_dir/images/{prefix}_step_{step:06}.gif` with `panels` (frames of `shape`) side by
+/// side.
+pub(crate) fn write_step_gif(
+    run_dir: &Path,
+    prefix: &str,
+    step: u64,
+    panels: &[Panel],
+    shape: FrameShape,
+) -> Result<()> {
+    let dir = run_dir.join("images");
+    std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+    write_panels_gif(
+        &dir.join(format!("{prefix}_step_{step:06}.gif")),
+        panels,
+        shape,
+        &GifOptions::default(),
+    )?;
     Ok(())
 }
