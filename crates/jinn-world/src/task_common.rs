@@ -221,3 +221,26 @@ pub(crate) fn write_step_gif(
     )?;
     Ok(())
 }
+
+/// Test support shared by the tasks' test modules.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use jinn_train::train_loop::RunOptions;
+    use std::path::Path;
+
+    /// Loop options for a test run of `cfg` in `dir` (4 metric lines kept in checkpoints).
+    pub(crate) fn run_options<C: serde::Serialize>(
+        dir: &Path,
+        resume: bool,
+        stop_at: Option<u64>,
+        cfg: &C,
+    ) -> RunOptions {
+        RunOptions {
+            run_dir: dir.to_path_buf(),
+            config_json: jinn_train::config::to_json(cfg),
+            resume,
+            stop_at,
+            metrics_head_len: 4,
+        }
+    }
+}

@@ -8,7 +8,7 @@ use crate::tokenizer_task::tests::tiny_dataset;
 use crate::tokenizer_task::DataConfig;
 use burn::tensor::Device;
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{run, RunOptions};
+use jinn_train::train_loop::run;
 
 fn run_cfg(model: crate::genie::GenieConfig) -> GenieRunConfig {
     let train = TrainConfig {
@@ -33,15 +33,7 @@ fn run_cfg(model: crate::genie::GenieConfig) -> GenieRunConfig {
     GenieRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
 }
 
-fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &GenieRunConfig) -> RunOptions {
-    RunOptions {
-        run_dir: dir.to_path_buf(),
-        config_json: jinn_train::config::to_json(cfg),
-        resume,
-        stop_at,
-        metrics_head_len: 4,
-    }
-}
+use crate::task_common::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_is_bit_identical_and_a_k_mismatch_is_refused() {

@@ -4,7 +4,7 @@ use crate::genie::tests::{bits, component_runs, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
 use crate::tokenizer_task::tests::tiny_dataset;
 use burn::tensor::Device;
-use jinn_train::train_loop::{run, RunOptions};
+use jinn_train::train_loop::run;
 
 fn run_cfg(model: GenieConfig) -> GenieRunConfig {
     let train = TrainConfig {
@@ -29,15 +29,7 @@ fn run_cfg(model: GenieConfig) -> GenieRunConfig {
     GenieRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
 }
 
-fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &GenieRunConfig) -> RunOptions {
-    RunOptions {
-        run_dir: dir.to_path_buf(),
-        config_json: jinn_train::config::to_json(cfg),
-        resume,
-        stop_at,
-        metrics_head_len: 4,
-    }
-}
+use crate::task_common::test_support::run_options as opts;
 
 #[test]
 fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {

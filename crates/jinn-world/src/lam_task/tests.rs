@@ -1,6 +1,6 @@
 use super::*;
 use crate::tokenizer_task::tests::tiny_dataset;
-use jinn_train::train_loop::{run, RunOptions};
+use jinn_train::train_loop::run;
 
 fn run_cfg() -> LamRunConfig {
     let model = LamConfig { num_codes: 6, reset_threshold: 2, ..crate::lam::tests::tiny() };
@@ -26,15 +26,7 @@ fn run_cfg() -> LamRunConfig {
     LamRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
 }
 
-fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &LamRunConfig) -> RunOptions {
-    RunOptions {
-        run_dir: dir.to_path_buf(),
-        config_json: jinn_train::config::to_json(cfg),
-        resume,
-        stop_at,
-        metrics_head_len: 4,
-    }
-}
+use crate::task_common::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {

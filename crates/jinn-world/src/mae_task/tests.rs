@@ -5,7 +5,7 @@ use crate::tokenizer_task::tests::tiny_dataset;
 use crate::tokenizer_task::DataConfig;
 use jinn_train::config::TrainConfig;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
-use jinn_train::train_loop::{run, RunOptions};
+use jinn_train::train_loop::run;
 
 pub(crate) fn tiny_mae_run() -> TokenizerRunConfig {
     let model = TokenizerConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..crate::mae::tests::tiny_mae() };
@@ -32,15 +32,7 @@ pub(crate) fn tiny_mae_run() -> TokenizerRunConfig {
     TokenizerRunConfig { model, train, data: DataConfig { seq_len: 2, loader_threads: 1, prefetch: 2 } }
 }
 
-fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &TokenizerRunConfig) -> RunOptions {
-    RunOptions {
-        run_dir: dir.to_path_buf(),
-        config_json: jinn_train::config::to_json(cfg),
-        resume,
-        stop_at,
-        metrics_head_len: 4,
-    }
-}
+use crate::task_common::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_is_bit_identical_and_logs_metrics() {

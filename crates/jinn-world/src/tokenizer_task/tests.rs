@@ -4,7 +4,7 @@ use burn::tensor::Tensor;
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
-use jinn_train::train_loop::{run, RunOptions};
+use jinn_train::train_loop::run;
 
 /// Four short 16×16 breakout episodes: three train, one val.
 pub(crate) fn tiny_dataset(dir: &Path) {
@@ -80,15 +80,7 @@ fn bits(model: &Tokenizer) -> Vec<u32> {
     b.0
 }
 
-fn opts(dir: &Path, resume: bool, stop_at: Option<u64>, cfg: &TokenizerRunConfig) -> RunOptions {
-    RunOptions {
-        run_dir: dir.to_path_buf(),
-        config_json: jinn_train::config::to_json(cfg),
-        resume,
-        stop_at,
-        metrics_head_len: 4,
-    }
-}
+use crate::task_common::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_is_bit_identical_to_uninterrupted_run() {
