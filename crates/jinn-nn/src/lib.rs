@@ -32,5 +32,6 @@ pub use error::NnError;
 pub use patch::{patchify, unpatchify, PatchGrid};
 pub use position::{add_spatiotemporal_pe, sinusoid_table};
 pub use vq::{
-    CodeReset, CodeUsage, DeadCodeTracker, VectorQuantizer, VectorQuantizerConfig, VqOutput, VQ_BETA,
+    spherical_kmeans, CodeReset, CodeUsage, DeadCodeTracker, ResetTarget, VectorQuantizer,
+    VectorQuantizerConfig, VqOutput, VQ_BETA,
 };

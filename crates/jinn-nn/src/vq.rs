@@ -197,32 +197,185 @@ impl VectorQuantizer {
     /// the new codebook is a fresh leaf that keeps the old one's `require_grad` flag.
     pub fn reset_codes(self, resets: &[CodeReset]) -> Result<Self, NnError> {
         let k = self.num_codes();
-        let mut mapping: Vec<i64> = (0..k as i64).collect();
-        for r in resets {
-            if r.dead >= k || r.source >= k {
-                return Err(NnError::Shape {
-                    what: "code reset index",
-                    expected: format!("< {k}"),
-                    got: format!("{r:?}"),
-                });
+        if let Some(bad) = resets.iter().find(|r| r.source >= k) {
+            return Err(NnError::Shape {
+                what: "code reset source",
+                expected: format!("< {k}"),
+                got: format!("{bad:?}"),
+            });
+        }
+        let codebook = self.codebook.val().detach(); // [k, l]
+        let sources: Vec<i64> = resets.iter().map(|r| r.source as i64).collect();
+        let device = codebook.device();
+        let picked = Tensor::<1, Int>::from_data(TensorData::new(sources, [resets.len()]), &device);
+        let values = codebook.select(0, picked); // [resets, l]
+        let rows: Vec<usize> = resets.iter().map(|r| r.dead).collect();
+        self.overwrite_codes(&rows, values)
+    }
+
+    /// Applies dead-code `resets` as `target` says: [`ResetTarget::UsedCode`] copies each
+    /// reset's `source` code; [`ResetTarget::EncoderOutput`] moves each dead code onto a row of
+    /// `emb` `[D, L]` (the batch's normalised encoder outputs) drawn uniformly from `rng`.
+    pub fn apply_resets(
+        self,
+        resets: &[CodeReset],
+        target: ResetTarget,
+        emb: Tensor<2>,
+        rng: &mut impl Rng,
+    ) -> Result<Self, NnError> {
+        if resets.is_empty() {
+            return Ok(self);
+        }
+        match target {
+            ResetTarget::UsedCode => self.reset_codes(resets),
+            ResetTarget::EncoderOutput => {
+                let d = emb.dims()[0];
+                if d == 0 {
+                    return Err(NnError::Shape {
+                        what: "encoder outputs for a code reset",
+                        expected: "at least one row".into(),
+                        got: "0".into(),
+                    });
+                }
+                let picks: Vec<i64> = resets.iter().map(|_| rng.random_range(0..d) as i64).collect();
+                let device = emb.device();
+                let picked = Tensor::<1, Int>::from_data(TensorData::new(picks, [resets.len()]), &device);
+                let values = emb.detach().select(0, picked); // [resets, l]
+                let rows: Vec<usize> = resets.iter().map(|r| r.dead).collect();
+                self.overwrite_codes(&rows, values)
             }
-            mapping[r.dead] = r.source as i64;
+        }
+    }
+
+    /// Every code replaced by the spherical k-means centres ([`spherical_kmeans`], 10 rounds)
+    /// of the normalised encoder outputs `emb` `[D, L]`: the codebook a warmed-up encoder
+    /// starts quantising with.
+    pub fn init_from_outputs(self, emb: Tensor<2>, rng: &mut impl Rng) -> Result<Self, NnError> {
+        let [k, l] = self.codebook.val().dims();
+        let [d, width] = emb.dims();
+        if d == 0 || width != l {
+            return Err(NnError::Shape {
+                what: "encoder outputs for the codebook initialisation [D, L]",
+                expected: format!("D ≥ 1, L = {l}"),
+                got: format!("{:?}", emb.dims()),
+            });
+        }
+        let device = emb.device();
+        let points: Vec<f32> = emb.detach().try_into_vec_as::<f32>().expect("float tensor data");
+        let centres = spherical_kmeans(&points, l, k, 10, rng);
+        let values = Tensor::<2>::from_data(TensorData::new(centres, [k, l]), &device);
+        self.overwrite_codes(&(0..k).collect::<Vec<_>>(), values)
+    }
+
+    /// Codebook rows `rows[i]` replaced by `values[i]` `[rows, L]`, the others kept; the
+    /// parameter id and its `require_grad` flag are kept (see [`VectorQuantizer::reset_codes`]).
+    pub fn overwrite_codes(self, rows: &[usize], values: Tensor<2>) -> Result<Self, NnError> {
+        let [k, l] = self.codebook.val().dims();
+        if let Some(bad) = rows.iter().find(|&&r| r >= k) {
+            return Err(NnError::Shape {
+                what: "code reset index",
+                expected: format!("< {k}"),
+                got: bad.to_string(),
+            });
+        }
+        if values.dims() != [rows.len(), l] {
+            return Err(NnError::Shape {
+                what: "new code vectors [rows, L]",
+                expected: format!("[{}, {l}]", rows.len()),
+                got: format!("{:?}", values.dims()),
+            });
+        }
+        // Row r of [codebook; values] that ends up at each position: itself, or its replacement.
+        let mut mapping: Vec<i64> = (0..k as i64).collect();
+        for (i, &r) in rows.iter().enumerate() {
+            mapping[r] = (k + i) as i64;
         }
         let codebook = self.codebook.map(|c| {
             let requires = c.is_require_grad();
             let device = c.device();
             let mapping = Tensor::<1, Int>::from_data(TensorData::new(mapping, [k]), &device);
-            // `select` makes a non-leaf on an autodiff device, which cannot require gradients;
-            // the second `detach` turns it into a fresh leaf.
-            let copied = c.detach().select(0, mapping).detach(); // [k, l]
+            let stacked = Tensor::cat(vec![c.detach(), values.detach().to_device(&device)], 0); // [k + rows, l]
+                                                                                                // `select` makes a non-leaf on an autodiff device, which cannot require gradients;
+                                                                                                // the second `detach` turns it into a fresh leaf.
+            let replaced = stacked.select(0, mapping).detach(); // [k, l]
             if requires {
-                copied.require_grad()
+                replaced.require_grad()
             } else {
-                copied.set_require_grad(false)
+                replaced.set_require_grad(false)
             }
         });
         Ok(Self { codebook, ..self })
     }
+}
+
+/// Spherical k-means of the unit rows of `points` `[n, dim]` (row-major) into `k` centres
+/// `[k, dim]` (unit rows, row-major): k-means++ seeding on the cosine distance `1 − cos`, then
+/// `iters` Lloyd rounds (assign to the most similar centre, centre = normalised mean; an empty
+/// cluster keeps its centre). With fewer points than `k`, seeds repeat. Hand-written: the
+/// codebook is tiny (K × L) and runs once, so a clustering crate would be a heavy dependency.
+pub fn spherical_kmeans(points: &[f32], dim: usize, k: usize, iters: usize, rng: &mut impl Rng) -> Vec<f32> {
+    let n = points.len() / dim.max(1);
+    assert!(n > 0 && k > 0 && dim > 0, "spherical_kmeans needs points, centres and a width");
+    let row = |i: usize| &points[i * dim..(i + 1) * dim];
+    let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let mut centres: Vec<f32> = row(rng.random_range(0..n)).to_vec();
+    let mut nearest = vec![f32::INFINITY; n]; // distance to the closest chosen centre
+    while centres.len() < k * dim {
+        let last = &centres[centres.len() - dim..];
+        for (i, d) in nearest.iter_mut().enumerate() {
+            *d = d.min((1.0 - cos(row(i), last)).max(0.0));
+        }
+        let total: f32 = nearest.iter().map(|d| d * d).sum();
+        let pick = if total > 0.0 {
+            let mut u = rng.random::<f32>() * total;
+            nearest
+                .iter()
+                .position(|d| {
+                    u -= d * d;
+                    u <= 0.0
+                })
+                .unwrap_or(n - 1)
+        } else {
+            rng.random_range(0..n)
+        };
+        centres.extend_from_slice(row(pick));
+    }
+    for _ in 0..iters {
+        let mut sums = vec![0f32; k * dim];
+        for i in 0..n {
+            let best = (0..k)
+                .max_by(|&a, &b| {
+                    cos(row(i), &centres[a * dim..(a + 1) * dim])
+                        .total_cmp(&cos(row(i), &centres[b * dim..(b + 1) * dim]))
+                        .then(b.cmp(&a))
+                })
+                .expect("k > 0");
+            sums[best * dim..(best + 1) * dim].iter_mut().zip(row(i)).for_each(|(s, x)| *s += x);
+        }
+        for c in 0..k {
+            let sum = &sums[c * dim..(c + 1) * dim];
+            let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                centres[c * dim..(c + 1) * dim].iter_mut().zip(sum).for_each(|(o, s)| *o = s / norm);
+            }
+        }
+    }
+    centres
+}
+
+/// Where a dead code is moved by a reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetTarget {
+    /// Onto a normalised encoder output of the current batch (the k-means-style restart of
+    /// Jukebox and SoundStream); the default. A copy of a live code starts on the same spot,
+    /// so when the encoder outputs all sit near one code the copies only split that spot:
+    /// every code is "used" while all mean the same (the demo LAM ended with 6 codes of
+    /// pairwise cosine 0.999 and an NMI with the true actions of 0.03).
+    #[default]
+    EncoderOutput,
+    /// A copy of a code used in the batch (Jasmine §3.3).
+    UsedCode,
 }
 
 /// Per-code usage of a batch of indices.
@@ -584,5 +737,71 @@ mod tests {
         let g = vq.codebook.val().grad(&grads).map(to_vec).expect("codebook gradient");
         assert!(g.iter().any(|v| *v != 0.0));
         assert!(vq.reset_codes(&[CodeReset { dead: 4, source: 0 }]).is_err());
+    }
+
+    #[test]
+    fn dead_codes_reset_to_encoder_outputs_land_on_batch_rows() {
+        let device = Device::flex().autodiff();
+        let (k, l, d) = (5, 3, 7);
+        let vq = quantizer(k, l, 0.0, &device);
+        let id = vq.codebook.id;
+        let before = to_vec(vq.codebook.val());
+        let x = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 1.0), &device);
+        let emb = vq.forward(x).emb; // [d, l], unit rows
+        let rows = to_vec(emb.clone());
+        let resets = [CodeReset { dead: 1, source: 0 }, CodeReset { dead: 4, source: 0 }];
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let vq = vq.apply_resets(&resets, ResetTarget::EncoderOutput, emb.clone(), &mut rng).unwrap();
+        assert_eq!(vq.codebook.id, id, "parameter id kept for the optimizer");
+        let after = to_vec(vq.codebook.val());
+        for code in 0..k {
+            let got = &after[code * l..(code + 1) * l];
+            if code == 1 || code == 4 {
+                let on_a_row = (0..d).any(|r| got == &rows[r * l..(r + 1) * l]);
+                assert!(on_a_row, "code {code} moved onto an encoder output: {got:?}");
+                assert_ne!(got, &before[..l], "not a copy of the source code");
+            } else {
+                assert_eq!(got, &before[code * l..(code + 1) * l], "code {code} untouched");
+            }
+        }
+        assert!(vq.codebook.val().is_require_grad());
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let used = ResetTarget::UsedCode;
+        let copied = quantizer(k, l, 0.0, &device).apply_resets(&resets, used, emb, &mut rng).unwrap();
+        let c = to_vec(copied.codebook.val());
+        assert_eq!(c[l..2 * l], c[..l], "Jasmine's reset copies the source code");
+        let empty = Tensor::<2>::zeros([0, l], &device);
+        let q = quantizer(k, l, 0.0, &device);
+        assert!(q.apply_resets(&resets, ResetTarget::EncoderOutput, empty, &mut rng).is_err());
+        let q = quantizer(k, l, 0.0, &device);
+        assert!(q.overwrite_codes(&[k], Tensor::zeros([1, l], &device)).is_err());
+    }
+
+    #[test]
+    fn spherical_kmeans_finds_separated_directions() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let dim = 4;
+        let truth: [[f32; 4]; 3] = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, -0.6, 0.8]];
+        let mut points = Vec::new();
+        for i in 0..60 {
+            let mut p: Vec<f32> =
+                truth[i % 3].iter().map(|&x| x + 0.05 * (rng.random::<f32>() - 0.5)).collect();
+            let n = p.iter().map(|x| x * x).sum::<f32>().sqrt();
+            p.iter_mut().for_each(|x| *x /= n);
+            points.extend(p);
+        }
+        let centres = spherical_kmeans(&points, dim, 3, 10, &mut rng);
+        for t in &truth {
+            let best = centres
+                .chunks(dim)
+                .map(|c| c.iter().zip(t).map(|(a, b)| a * b).sum::<f32>())
+                .fold(-1.0, f32::max);
+            assert!(best > 0.99, "no centre near {t:?}: {best}");
+        }
+        for c in centres.chunks(dim) {
+            assert!((c.iter().map(|x| x * x).sum::<f32>().sqrt() - 1.0).abs() < 1e-5);
+        }
+        // Fewer points than centres: seeds repeat, nothing panics.
+        assert_eq!(spherical_kmeans(&points[..dim], dim, 3, 2, &mut rng).len(), 3 * dim);
     }
 }

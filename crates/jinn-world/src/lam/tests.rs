@@ -19,6 +19,8 @@ pub(crate) fn tiny() -> LamConfig {
         codebook_dropout: 0.0,
         vq_beta: 0.25,
         reset_threshold: 50,
+        reset_to: ResetTarget::EncoderOutput,
+        vq_warmup_steps: 0,
     }
 }
 
