@@ -32,6 +32,6 @@ pub use error::NnError;
 pub use patch::{patchify, unpatchify, PatchGrid};
 pub use position::{add_spatiotemporal_pe, sinusoid_table};
 pub use vq::{
-    spherical_kmeans, CodeReset, CodeUsage, DeadCodeTracker, ResetTarget, VectorQuantizer,
-    VectorQuantizerConfig, VqOutput, VQ_BETA,
+    CodeReset, CodeUsage, DeadCodeTracker, ResetTarget, VectorQuantizer, VectorQuantizerConfig, VqOutput,
+    VQ_BETA,
 };

@@ -247,26 +247,6 @@ impl VectorQuantizer {
         }
     }
 
-    /// Every code replaced by the spherical k-means centres ([`spherical_kmeans`], 10 rounds)
-    /// of the normalised encoder outputs `emb` `[D, L]`: the codebook a warmed-up encoder
-    /// starts quantising with.
-    pub fn init_from_outputs(self, emb: Tensor<2>, rng: &mut impl Rng) -> Result<Self, NnError> {
-        let [k, l] = self.codebook.val().dims();
-        let [d, width] = emb.dims();
-        if d == 0 || width != l {
-            return Err(NnError::Shape {
-                what: "encoder outputs for the codebook initialisation [D, L]",
-                expected: format!("D ≥ 1, L = {l}"),
-                got: format!("{:?}", emb.dims()),
-            });
-        }
-        let device = emb.device();
-        let points: Vec<f32> = emb.detach().try_into_vec_as::<f32>().expect("float tensor data");
-        let centres = spherical_kmeans(&points, l, k, 10, rng);
-        let values = Tensor::<2>::from_data(TensorData::new(centres, [k, l]), &device);
-        self.overwrite_codes(&(0..k).collect::<Vec<_>>(), values)
-    }
-
     /// Codebook rows `rows[i]` replaced by `values[i]` `[rows, L]`, the others kept; the
     /// parameter id and its `require_grad` flag are kept (see [`VectorQuantizer::reset_codes`]).
     pub fn overwrite_codes(self, rows: &[usize], values: Tensor<2>) -> Result<Self, NnError> {
@@ -306,61 +286,6 @@ impl VectorQuantizer {
         });
         Ok(Self { codebook, ..self })
     }
-}
-
-/// Spherical k-means of the unit rows of `points` `[n, dim]` (row-major) into `k` centres
-/// `[k, dim]` (unit rows, row-major): k-means++ seeding on the cosine distance `1 − cos`, then
-/// `iters` Lloyd rounds (assign to the most similar centre, centre = normalised mean; an empty
-/// cluster keeps its centre). With fewer points than `k`, seeds repeat. Hand-written: the
-/// codebook is tiny (K × L) and runs once, so a clustering crate would be a heavy dependency.
-pub fn spherical_kmeans(points: &[f32], dim: usize, k: usize, iters: usize, rng: &mut impl Rng) -> Vec<f32> {
-    let n = points.len() / dim.max(1);
-    assert!(n > 0 && k > 0 && dim > 0, "spherical_kmeans needs points, centres and a width");
-    let row = |i: usize| &points[i * dim..(i + 1) * dim];
-    let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
-    let mut centres: Vec<f32> = row(rng.random_range(0..n)).to_vec();
-    let mut nearest = vec![f32::INFINITY; n]; // distance to the closest chosen centre
-    while centres.len() < k * dim {
-        let last = &centres[centres.len() - dim..];
-        for (i, d) in nearest.iter_mut().enumerate() {
-            *d = d.min((1.0 - cos(row(i), last)).max(0.0));
-        }
-        let total: f32 = nearest.iter().map(|d| d * d).sum();
-        let pick = if total > 0.0 {
-            let mut u = rng.random::<f32>() * total;
-            nearest
-                .iter()
-                .position(|d| {
-                    u -= d * d;
-                    u <= 0.0
-                })
-                .unwrap_or(n - 1)
-        } else {
-            rng.random_range(0..n)
-        };
-        centres.extend_from_slice(row(pick));
-    }
-    for _ in 0..iters {
-        let mut sums = vec![0f32; k * dim];
-        for i in 0..n {
-            let best = (0..k)
-                .max_by(|&a, &b| {
-                    cos(row(i), &centres[a * dim..(a + 1) * dim])
-                        .total_cmp(&cos(row(i), &centres[b * dim..(b + 1) * dim]))
-                        .then(b.cmp(&a))
-                })
-                .expect("k > 0");
-            sums[best * dim..(best + 1) * dim].iter_mut().zip(row(i)).for_each(|(s, x)| *s += x);
-        }
-        for c in 0..k {
-            let sum = &sums[c * dim..(c + 1) * dim];
-            let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-            if norm > 0.0 {
-                centres[c * dim..(c + 1) * dim].iter_mut().zip(sum).for_each(|(o, s)| *o = s / norm);
-            }
-        }
-    }
-    centres
 }
 
 /// Where a dead code is moved by a reset.
@@ -775,33 +700,5 @@ mod tests {
         assert!(q.apply_resets(&resets, ResetTarget::EncoderOutput, empty, &mut rng).is_err());
         let q = quantizer(k, l, 0.0, &device);
         assert!(q.overwrite_codes(&[k], Tensor::zeros([1, l], &device)).is_err());
-    }
-
-    #[test]
-    fn spherical_kmeans_finds_separated_directions() {
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
-        let dim = 4;
-        let truth: [[f32; 4]; 3] = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, -0.6, 0.8]];
-        let mut points = Vec::new();
-        for i in 0..60 {
-            let mut p: Vec<f32> =
-                truth[i % 3].iter().map(|&x| x + 0.05 * (rng.random::<f32>() - 0.5)).collect();
-            let n = p.iter().map(|x| x * x).sum::<f32>().sqrt();
-            p.iter_mut().for_each(|x| *x /= n);
-            points.extend(p);
-        }
-        let centres = spherical_kmeans(&points, dim, 3, 10, &mut rng);
-        for t in &truth {
-            let best = centres
-                .chunks(dim)
-                .map(|c| c.iter().zip(t).map(|(a, b)| a * b).sum::<f32>())
-                .fold(-1.0, f32::max);
-            assert!(best > 0.99, "no centre near {t:?}: {best}");
-        }
-        for c in centres.chunks(dim) {
-            assert!((c.iter().map(|x| x * x).sum::<f32>().sqrt() - 1.0).abs() < 1e-5);
-        }
-        // Fewer points than centres: seeds repeat, nothing panics.
-        assert_eq!(spherical_kmeans(&points[..dim], dim, 3, 2, &mut rng).len(), 3 * dim);
     }
 }

@@ -62,10 +62,6 @@ pub struct LamConfig {
     /// Where a reset code goes: `encoder_output` (default: onto a random transition's
     /// encoder output) or `used_code` (Jasmine: a copy of a used code; see [`ResetTarget`]).
     pub reset_to: ResetTarget,
-    /// Training steps that feed the decoder the continuous (normalised) encoder output, with
-    /// no quantisation and no VQ losses; the first quantised step initialises the codebook by
-    /// spherical k-means of that step's encoder outputs. 0 (Jasmine) quantises from the start.
-    pub vq_warmup_steps: u64,
 }
 
 impl Default for LamConfig {
@@ -86,7 +82,6 @@ impl Default for LamConfig {
             vq_beta: jinn_nn::VQ_BETA,
             reset_threshold: 50,
             reset_to: ResetTarget::default(),
-            vq_warmup_steps: 0,
         }
     }
 }
@@ -290,26 +285,18 @@ impl Lam {
         videos: Tensor<5>,
         rng: &mut dyn rand::RngCore,
     ) -> Result<LamOutput, NnError> {
-        self.forward_with(videos, Some(rng), true)
+        self.forward_with(videos, Some(rng))
     }
 
     /// Like [`Lam::forward_train`] without codebook dropout (validation).
     pub fn forward_eval(&self, videos: Tensor<5>) -> Result<LamOutput, NnError> {
-        self.forward_with(videos, None, true)
-    }
-
-    /// The VQ warm-up forward ([`LamConfig::vq_warmup_steps`]): the decoder gets the
-    /// normalised encoder outputs instead of their codes and the loss is the MSE alone
-    /// (`q_loss` and `commitment` are still reported). `indices` are the nearest codes.
-    pub fn forward_continuous(&self, videos: Tensor<5>) -> Result<LamOutput, NnError> {
-        self.forward_with(videos, None, false)
+        self.forward_with(videos, None)
     }
 
     fn forward_with(
         &self,
         videos: Tensor<5>,
         rng: Option<&mut dyn rand::RngCore>,
-        quantize: bool,
     ) -> Result<LamOutput, NnError> {
         let decoder = self.decoder.as_ref().ok_or_else(|| NnError::InvalidConfig {
             field: "decoder",
@@ -318,8 +305,7 @@ impl Lam {
         let (out, patches, [b, tm1]) = self.vq_encode(videos.clone(), rng)?;
         let [_, t, n, p] = patches.dims();
         let l = out.z_q.dims()[1];
-        let action = if quantize { out.z_q.clone() } else { out.emb.clone() }; // [e, l]
-        let action = action.reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
+        let action = out.z_q.clone().reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
         let context = patches.slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
         let x = decoder.patch_up.forward(context) + decoder.action_up.forward(action); // [b, t−1, n, m]
         let pred = sigmoid(decoder.transformer.forward(x)); // [b, t−1, n, p]
@@ -329,11 +315,7 @@ impl Lam {
         let mse = (recon.clone() - target).powi_scalar(2).mean();
         let q_loss = out.codebook_loss();
         let commitment = out.commitment_loss();
-        let loss = if quantize {
-            mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta
-        } else {
-            mse.clone()
-        };
+        let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;
         Ok(LamOutput { recon, indices: out.indices, emb: out.emb.detach(), loss, mse, q_loss, commitment })
     }
 }

@@ -13,11 +13,6 @@
 //! Jasmine, the per-code counters are saved in checkpoints (`state.extra["lam_last_active"]`),
 //! so a resumed run resets the same codes.
 //!
-//! VQ warm-up (`model.vq_warmup_steps`, 0 = off as in Jasmine): the first steps train encoder
-//! and decoder on the continuous encoder output, so the encoder learns to carry the transition
-//! before it must choose among 6 codes; the first quantised step places the codes by spherical
-//! k-means of its encoder outputs.
-//!
 //! Metrics (spec §3.3, on frames `1..T−1`): `loss, mse, q_loss, commitment_loss, psnr, ssim,
 //! codebook_usage`, plus `codes_reset` and `grad_norm` (when clipping) in training. Validation
 //! on a dataset that records one discrete action per frame adds `nmi`: the normalised mutual
@@ -198,26 +193,12 @@ impl TrainTask for LamTask {
         let mut sums = Sums::default();
         let mut step_usage = CodeUsage { counts: vec![0; self.model.num_codes()] };
         let mut last_emb = None; // [b·(t−1), l] of the last micro-batch
-        let warmup = self.cfg.model.vq_warmup_steps;
-        let warming = ctx.step < warmup;
         for micro in 0..ctx.grad_accum {
             let batch = next_batch(&mut self.loader)?;
             let videos = videos(&batch, &self.device); // [b, t, h, w, c]
-            if warmup > 0 && ctx.step == warmup && micro == 0 {
-                // The first quantised step: codes start at the clusters of the warmed-up outputs.
-                let (out, _, _) = self.model.vq_encode(videos.clone(), None).map_err(model_err)?;
-                let mut rng = rng_for(ctx.seed, "lam-codebook-init", ctx.step);
-                self.model.vq =
-                    self.model.vq.clone().init_from_outputs(out.emb, &mut rng).map_err(model_err)?;
-            }
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let out = if warming {
-                self.model.forward_continuous(videos)
-            } else {
-                self.model.forward_train(videos, &mut rng)
-            }
-            .map_err(model_err)?;
+            let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
             let usage = self.host_metrics(&out, &batch, &mut sums)?;
             step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
             last_emb = Some(out.emb.clone());
@@ -229,11 +210,6 @@ impl TrainTask for LamTask {
         // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
         ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        if warming {
-            // Nothing is quantised yet: no code can be dead.
-            metrics.insert("codes_reset".into(), 0.0);
-            return Ok(metrics);
-        }
         let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
         let resets = self.tracker.step(&step_usage, &mut rng).map_err(model_err)?;
         if let (false, Some(emb)) = (resets.is_empty(), last_emb) {
@@ -245,7 +221,7 @@ impl TrainTask for LamTask {
         Ok(metrics)
     }
 
-    fn validate(&mut self, step: u64, batches: usize) -> Result<Metrics> {
+    fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
         let Some(data) = self.val_data.clone() else {
             return Ok(Metrics::new());
         };
@@ -256,15 +232,7 @@ impl TrainTask for LamTask {
         let (mut codes, mut truth) = (Vec::new(), Vec::new());
         for _ in 0..batches {
             let batch = next_batch(&mut loader)?;
-            let clip = videos(&batch, &device);
-            // Until the codebook is placed (the step after the warm-up), score the continuous path.
-            let warmup = self.cfg.model.vq_warmup_steps;
-            let out = if warmup > 0 && step <= warmup {
-                model.forward_continuous(clip)
-            } else {
-                model.forward_eval(clip)
-            }
-            .map_err(model_err)?;
+            let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
             self.host_metrics(&out, &batch, &mut sums)?;
             collect_code_action_pairs(&out, &batch, &mut codes, &mut truth);
         }

@@ -20,7 +20,6 @@ pub(crate) fn tiny() -> LamConfig {
         vq_beta: 0.25,
         reset_threshold: 50,
         reset_to: ResetTarget::EncoderOutput,
-        vq_warmup_steps: 0,
     }
 }
 

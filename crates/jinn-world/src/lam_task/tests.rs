@@ -98,39 +98,3 @@ fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
     assert!((metrics["nmi"] - expected).abs() < 1e-12, "{} vs {expected}", metrics["nmi"]);
     assert!((0.0..=1.0).contains(&expected));
 }
-
-#[test]
-fn vq_warmup_trains_without_codes_then_starts_them_at_output_clusters() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("data");
-    tiny_dataset(&data);
-    let mut cfg = run_cfg();
-    cfg.model.vq_warmup_steps = 3;
-    cfg.model.num_codes = 3;
-    let device = Device::flex().autodiff();
-    let init = cfg.model.init(&device).unwrap();
-    let codebook_at_init = init.vq.codebook.val().into_data();
-
-    // Through the warm-up the codebook gets no update (no VQ loss, no resets).
-    let dir = root.path().join("run");
-    let mut task = LamTask::new(&cfg, &data, init.clone(), device.clone()).unwrap();
-    run(&mut task, &cfg.train, &opts(&dir, false, Some(3), &cfg)).unwrap();
-    assert_eq!(task.model().vq.codebook.val().into_data(), codebook_at_init);
-    assert!(task.tracker().last_active.iter().all(|&c| c == 0), "no code counted during warm-up");
-
-    // The first quantised step (step 3) sets the codes to the spherical k-means centres of
-    // its batch's encoder outputs, then takes one optimiser step (≤ lr per element).
-    let mut probe = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device.clone()).unwrap();
-    probe.restore(&Checkpoint::open(&dir.join(jinn_train::checkpoint::step_dir_name(3))).unwrap()).unwrap();
-    let batch = next_batch(&mut probe.loader).unwrap();
-    let (out, _, _) = probe.model.vq_encode(videos(&batch, &device), None).unwrap();
-    let mut rng = rng_for(cfg.train.seed, "lam-codebook-init", 3);
-    let want = probe.model.vq.clone().init_from_outputs(out.emb, &mut rng).unwrap();
-    let want: Vec<f32> = want.codebook.val().try_into_vec_as::<f32>().unwrap();
-    run(&mut task, &cfg.train, &opts(&dir, true, Some(4), &cfg)).unwrap();
-    let got: Vec<f32> = task.model().vq.codebook.val().try_into_vec_as::<f32>().unwrap();
-    let before: Vec<f32> = codebook_at_init.to_vec::<f32>().unwrap();
-    let max_diff = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
-    assert!(max_diff(&got, &want) <= 1e-2, "codes are not the k-means centres: {got:?} vs {want:?}");
-    assert!(max_diff(&want, &before) > 0.1, "the centres equal the initial codebook");
-}
