@@ -187,6 +187,28 @@ impl VectorQuantizer {
         VqOutput { z_q, z, emb, indices }
     }
 
+    /// The largest cosine similarity between two distinct codes (1 when two codes point the
+    /// same way; 0 for a single code): a codebook collapsed to one direction shows up here
+    /// even while every code is "used".
+    pub fn max_code_cosine(&self) -> f64 {
+        let [k, l] = self.codebook.val().dims();
+        let c: Vec<f32> = self.codebook.val().detach().try_into_vec_as::<f32>().expect("float tensor data");
+        let rows: Vec<Vec<f64>> = c
+            .chunks(l)
+            .map(|r| {
+                let norm = r.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt() + NORM_EPS;
+                r.iter().map(|&x| x as f64 / norm).collect()
+            })
+            .collect();
+        let mut best = if k > 1 { f64::NEG_INFINITY } else { 0.0 };
+        for i in 0..k {
+            for j in i + 1..k {
+                best = best.max(rows[i].iter().zip(&rows[j]).map(|(a, b)| a * b).sum());
+            }
+        }
+        best
+    }
+
     /// Raw codebook rows `C[idx]` `[D, L]` for indices `[D]`.
     pub fn codes(&self, indices: Tensor<1, Int>) -> Tensor<2> {
         self.codebook.val().select(0, indices)
@@ -700,5 +722,17 @@ mod tests {
         assert!(q.apply_resets(&resets, ResetTarget::EncoderOutput, empty, &mut rng).is_err());
         let q = quantizer(k, l, 0.0, &device);
         assert!(q.overwrite_codes(&[k], Tensor::zeros([1, l], &device)).is_err());
+    }
+
+    #[test]
+    fn max_code_cosine_matches_a_naive_pairwise_scan() {
+        let device = Device::flex();
+        let codes = vec![1.0f32, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, -2.0, 0.0];
+        let mut vq = VectorQuantizerConfig::new(3, 3).init(&device).unwrap();
+        vq.codebook = Param::from_tensor(Tensor::from_data(TensorData::new(codes, [3, 3]), &device));
+        // Pairs: (0,1) cos 0.6, (0,2) 0, (1,2) −0.8.
+        assert!((vq.max_code_cosine() - 0.6).abs() < 1e-7, "{}", vq.max_code_cosine());
+        let single = VectorQuantizerConfig::new(1, 3).init(&device).unwrap();
+        assert_eq!(single.max_code_cosine(), 0.0);
     }
 }

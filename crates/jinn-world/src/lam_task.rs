@@ -18,6 +18,8 @@
 //! on a dataset that records one discrete action per frame adds `nmi`: the normalised mutual
 //! information (geometric) between the latent codes and the true actions of the same
 //! transitions ([`crate::nmi`]), the number `jinn eval world` reports for a finished model.
+//! Validation also logs `code_max_cos`, the largest cosine between two codes
+//! ([`jinn_nn::VectorQuantizer::max_code_cosine`]): near 1, the codes cannot be told apart.
 
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
@@ -242,6 +244,7 @@ impl TrainTask for LamTask {
                 .map_err(|e| TrainError::config("nmi", e.to_string()))?;
             metrics.insert("nmi".into(), agreement);
         }
+        metrics.insert("code_max_cos".into(), model.vq.max_code_cosine());
         Ok(metrics)
     }
 

@@ -97,4 +97,6 @@ fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
     let expected = nmi(&codes, &truth, Normalisation::Geometric).unwrap();
     assert!((metrics["nmi"] - expected).abs() < 1e-12, "{} vs {expected}", metrics["nmi"]);
     assert!((0.0..=1.0).contains(&expected));
+    assert_eq!(metrics["code_max_cos"], model.vq.max_code_cosine());
+    assert!((-1.0..=1.0 + 1e-9).contains(&metrics["code_max_cos"]));
 }
