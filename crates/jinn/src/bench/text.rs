@@ -362,7 +362,7 @@ fn write_silver(path: &std::path::Path, samples: &[SilverSample]) -> anyhow::Res
             out += &format!("{}\t{}\t{}\t{}\n", ["types", "running"][k], w.word, w.weight, b.join(","));
         }
     }
-    std::fs::write(path, out)?;
+    jinn_data::atomic_file::write_atomically(path, out.as_bytes())?;
     Ok(())
 }
 
