@@ -173,8 +173,25 @@ fn load_err(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 fn invalid_files_give_clear_errors() {
     let err = Tokenizer::from_json("{not json", Path::new("tok.json")).unwrap_err().to_string();
     assert!(err.contains("tok.json") && err.contains("not a valid MGT tokenizer JSON"), "{err}");
-    let err = load_err(|v| v["version"] = 2.into());
-    assert!(err.contains("`version`") && err.contains("unsupported version 2"), "{err}");
+    let err = load_err(|v| v["version"] = 3.into());
+    assert!(err.contains("`version`") && err.contains("unsupported version 3"), "{err}");
+    let err = load_err(|v| {
+        v["encoding"].take();
+        v.as_object_mut().unwrap().remove("encoding");
+    });
+    assert!(err.contains("`encoding`") && err.contains("missing"), "{err}");
+    let err = load_err(|v| v["encoding"] = "greedy".into());
+    assert!(err.contains("not a valid MGT tokenizer JSON") && err.contains("greedy"), "{err}");
+    let err = load_err(|v| {
+        v["morphs"].as_object_mut().unwrap().remove("cost");
+    });
+    assert!(err.contains("`morphs.cost`") && err.contains("missing"), "{err}");
+    let err = load_err(|v| v["morphs"]["cost"]["corpus_weight"] = (-1.0).into());
+    assert!(err.contains("morphs.cost.corpus_weight"), "{err}");
+    let err = load_err(|v| v["morphs"]["affixes"]["rules"][0]["condition"] = "[^y".into());
+    assert!(err.contains("morphs.affixes.rules[0].condition") && err.contains("closing"), "{err}");
+    let err = load_err(|v| v["version"] = 1.into());
+    assert!(err.contains("`encoding`") && err.contains("version 2 field"), "{err}");
     let err = load_err(|v| v["merges"][1]["left"] = 9999.into());
     assert!(err.contains("merges[1].left") && err.contains("unknown merge token 9999"), "{err}");
     let err = load_err(|v| v["merges"][2]["left"] = 1.into());
@@ -246,4 +263,103 @@ fn affix_seeded_segmentation_splits_at_known_affixes() {
     assert_eq!(tok.segment("unkindness"), ["un", "kind", "ness"]);
     assert_eq!(tok.segment("walking"), ["walk", "ing"]);
     assert_eq!(tok.segment("walk"), ["walk"]);
+}
+
+/// A version 2 file turned into the version 1 layout: no encoding, cost or affixes, a flat
+/// unknown-char cost instead.
+fn as_version_1(tok: &Tokenizer, unknown_char_cost: f64) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&tok.to_json()).unwrap();
+    v["version"] = 1.into();
+    v.as_object_mut().unwrap().remove("encoding");
+    let m = v["morphs"].as_object_mut().unwrap();
+    m.remove("cost");
+    m.remove("affixes");
+    m.insert("unknown_char_cost".into(), unknown_char_cost.into());
+    v.to_string()
+}
+
+#[test]
+fn version_1_files_load_and_keep_their_behaviour() {
+    let tok = trained();
+    let v1 = Tokenizer::from_json(&as_version_1(tok, 3.9), Path::new("old.json")).unwrap();
+    assert_eq!(v1.encoding(), jinn_text::tokenizer::format::Encoding::Merges);
+    // Version 1 encodes by merges in rank order, as the bpe module's MergeTable does.
+    let table = jinn_text::tokenizer::bpe::MergeTable::new(v1.merges(), v1.byte_offset() + 256);
+    for word in ["Hamlet", "  unkindness!", "日本"] {
+        let ids = v1.encode(word);
+        assert_eq!(v1.decode(&ids).unwrap(), word);
+        let mut by_units = Vec::new();
+        let mut start = 0;
+        for end in v1.unit_ends(word) {
+            let seq = word.as_bytes()[start..end].iter().map(|&b| v1.byte_offset() + b as u32).collect();
+            by_units.extend(table.apply(seq));
+            start = end;
+        }
+        assert_eq!(ids, by_units, "{word}");
+    }
+    // Saving writes the current version, with the version 1 costs kept.
+    let resaved = Tokenizer::from_json(&v1.to_json(), Path::new("new.json")).unwrap();
+    assert_eq!(resaved.encode(sample()), v1.encode(sample()));
+    let v: serde_json::Value = serde_json::from_str(&v1.to_json()).unwrap();
+    assert_eq!(v["version"], 2);
+    assert_eq!(v["morphs"]["unknown_char_cost"], 3.9);
+}
+
+#[test]
+fn fewest_tokens_never_uses_more_tokens_than_merges() {
+    let tok = trained();
+    let v1 = Tokenizer::from_json(&as_version_1(tok, 3.9), Path::new("old.json")).unwrap();
+    // Same vocabulary, same units; only the encoding differs.
+    let (mut fewer, mut units) = (0, 0);
+    let mut start = 0;
+    let text = sample();
+    for end in tok.unit_ends(text) {
+        let unit = &text[start..end];
+        start = end;
+        let (a, b) = (tok.encode(unit).len(), v1.encode(unit).len());
+        assert!(a <= b, "{unit:?}: {a} tokens vs {b} by merges");
+        fewer += usize::from(a < b);
+        units += 1;
+    }
+    assert!(units > 1000);
+    eprintln!("{fewer} of {units} units need fewer tokens than the merges give");
+}
+
+#[test]
+fn held_out_words_split_at_their_affixes() {
+    let aff = "PFX U Y 1\nPFX U 0 un .\nPFX M Y 1\nPFX M 0 mis .\nSFX P Y 3\nSFX P y iness [^aeiou]y\n\
+               SFX P 0 ness [^y]\nSFX P 0 ness [aeiou]y\nSFX Y Y 1\nSFX Y 0 ly .\nSFX L Y 1\nSFX L 0 ment .\n";
+    let affixes = AffixSet::parse(aff, Path::new("t.aff")).unwrap();
+    // The corpus holds the parts (and other words with these affixes), never the test words.
+    let corpus = "the kind king was kindly and faithful; his kingly goodness, good payment for good pay \
+                  and a misdeed in the deed. they govern the land and unwise men are wise. \
+                  the king is kind to the kingly and faithful men who govern";
+    let cfg = TrainConfig {
+        vocab_size: 400,
+        affixes,
+        morph: Some(MorphConfig::default()),
+        ..TrainConfig::default()
+    };
+    let tok = Tokenizer::train(&[corpus], &cfg).unwrap();
+    let cases = [
+        ("unkindness", &["un", "kind", "ness"][..]),
+        ("unfaithfulness", &["un", "faithful", "ness"]),
+        ("misgovernment", &["mis", "govern", "ment"]),
+        ("kingliness", &["king", "l", "iness"]), // king|ly − y + iness
+        ("unkingly", &["un", "king", "ly"]),
+    ];
+    for (word, morphs) in cases {
+        assert!(!corpus.contains(word), "{word} must be held out");
+        assert_eq!(tok.segment(word), morphs, "{word}");
+    }
+    // The rules travel with the file: a reloaded tokenizer cuts new words the same way.
+    let reloaded = Tokenizer::from_json(&tok.to_json(), Path::new("tok.json")).unwrap();
+    for (word, morphs) in cases {
+        assert_eq!(reloaded.segment(word), morphs, "{word} after reload");
+    }
+    // No attested stem ("witne", "har" are not corpus words): no rule cuts these.
+    assert_eq!(tok.segment("witness"), ["witness"]);
+    assert_eq!(tok.segment("harness"), ["harness"]);
+    // Tokens stay inside the morphs of a new word.
+    assert_tokens_respect_units(&tok, " unkindness misgovernment");
 }

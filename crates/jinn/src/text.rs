@@ -134,6 +134,7 @@ fn train(a: TrainTokenizerArgs) -> anyhow::Result<()> {
         anchors: a.anchors,
         morph: (!a.plain).then(MorphConfig::default),
         affixes,
+        ..TrainConfig::default()
     };
     let start = std::time::Instant::now();
     let tok = Tokenizer::train(&docs, &cfg).context("training the tokenizer (--corpus, --vocab)")?;

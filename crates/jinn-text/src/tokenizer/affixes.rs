@@ -113,6 +113,30 @@ impl Condition {
     }
 }
 
+impl std::fmt::Display for Condition {
+    /// The hunspell syntax that [`Condition::parse`] reads back (`.` for an empty condition).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str(".");
+        }
+        for e in &self.0 {
+            match e {
+                CondElement::Any => f.write_str(".")?,
+                CondElement::Class { chars, negated: false }
+                    if chars.len() == 1 && !".[]^".contains(chars[0]) =>
+                {
+                    write!(f, "{}", chars[0])?
+                }
+                CondElement::Class { chars, negated } => {
+                    let set: String = chars.iter().collect();
+                    write!(f, "[{}{set}]", if *negated { "^" } else { "" })?
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl AffixRule {
     /// Apply the rule to `stem`: the derived word, or `None` when strip or condition does not fit
     /// (or nothing would be left of the stem).
@@ -150,6 +174,18 @@ impl AffixRule {
         (boundary > 0 && boundary < word.len() && self.apply(&stem).as_deref() == Some(word))
             .then_some((stem, boundary))
     }
+}
+
+/// One rule analysis of a word: where the affixes are cut off and what stem is left.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AffixAnalysis {
+    /// Boundary byte offsets in the word (sorted, inside the word).
+    pub bounds: Vec<usize>,
+    /// The innermost stem as the rules restore it (strip added back), e.g. `happy` for
+    /// `happiness`.
+    pub stem: String,
+    /// The byte range of the word between the affixes (the stem's surface form, `happ`).
+    pub stem_span: std::ops::Range<usize>,
 }
 
 /// The affixes of one or more `.aff` files.
@@ -223,8 +259,8 @@ impl AffixSet {
 
     /// The affix analysis of `word` that hunspell-style rule application licenses with stems
     /// attested in the corpus: at most one suffix and one prefix (both only when both rules allow
-    /// the cross product), each undone by [`AffixRule::unapply`], each stem at least `min_stem`
-    /// chars and `count(stem) ≥ min_count`. Returns the boundary byte offsets in `word` (sorted;
+    /// the cross product), each undone by [`AffixRule::unapply`], the innermost stem at least
+    /// `min_stem` chars and `count(stem) ≥ min_count`. Returns the boundary byte offsets in `word` (sorted;
     /// empty when no rule fits). Among fitting analyses the one with more boundaries wins, then
     /// the more frequent innermost stem, then the earlier boundaries (deterministic).
     pub fn analyse(
@@ -234,44 +270,60 @@ impl AffixSet {
         min_stem: usize,
         min_count: u64,
     ) -> Vec<usize> {
+        self.best_analysis(word, count, min_stem, min_count).map(|a| a.bounds).unwrap_or_default()
+    }
+
+    /// [`Self::analyse`] with the innermost stem and where it sits in `word`; `None` when no rule
+    /// fits.
+    pub fn best_analysis(
+        &self,
+        word: &str,
+        count: impl Fn(&str) -> u64,
+        min_stem: usize,
+        min_count: u64,
+    ) -> Option<AffixAnalysis> {
         let attested = |stem: &str| {
             let c = count(stem);
             (stem.chars().count() >= min_stem && c >= min_count).then_some(c)
         };
-        // (boundaries, innermost stem count)
-        let mut best: Option<(Vec<usize>, u64)> = None;
-        let mut consider = |bounds: Vec<usize>, c: u64| {
+        // (analysis, innermost stem count)
+        let mut best: Option<(AffixAnalysis, u64)> = None;
+        let mut consider = |a: AffixAnalysis, c: u64| {
             let better = match &best {
                 None => true,
                 Some((b, bc)) => {
-                    (bounds.len(), c, std::cmp::Reverse(&bounds)) > (b.len(), *bc, std::cmp::Reverse(b))
+                    (a.bounds.len(), c, std::cmp::Reverse(&a.bounds))
+                        > (b.bounds.len(), *bc, std::cmp::Reverse(&b.bounds))
                 }
             };
             if better {
-                best = Some((bounds, c));
+                best = Some((a, c));
             }
         };
         let prefixes = || self.rules.iter().filter(|r| r.kind == AffixKind::Prefix);
         for p in prefixes() {
             if let Some((stem, b)) = p.unapply(word) {
                 if let Some(c) = attested(&stem) {
-                    consider(vec![b], c);
+                    consider(AffixAnalysis { bounds: vec![b], stem, stem_span: b..word.len() }, c);
                 }
             }
         }
         for s in self.rules.iter().filter(|r| r.kind == AffixKind::Suffix) {
             let Some((stem, b)) = s.unapply(word) else { continue };
-            let Some(c) = attested(&stem) else { continue };
-            consider(vec![b], c);
+            // With both affixes only the innermost stem must be attested, as in hunspell:
+            // "unkindness" is un|kind|ness whether or not "unkind" occurs.
             for p in prefixes().filter(|p| p.cross_product && s.cross_product) {
                 if let Some((inner, pb)) = p.unapply(&stem) {
                     if let Some(ci) = attested(&inner).filter(|_| pb < b) {
-                        consider(vec![pb, b], ci);
+                        consider(AffixAnalysis { bounds: vec![pb, b], stem: inner, stem_span: pb..b }, ci);
                     }
                 }
             }
+            if let Some(c) = attested(&stem) {
+                consider(AffixAnalysis { bounds: vec![b], stem, stem_span: 0..b }, c);
+            }
         }
-        best.map(|(b, _)| b).unwrap_or_default()
+        best.map(|(a, _)| a)
     }
 
     /// Whether the set holds no rule.
@@ -354,6 +406,7 @@ mod tests {
         .into();
         let count = |w: &str| corpus.get(w).copied().unwrap_or(0);
         assert_eq!(set.analyse("unkindness", count, 3, 1), [2, 6]);
+        assert_eq!(set.analyse("unhappiness", count, 3, 1), [2, 6]); // "unhappy" need not occur
         assert_eq!(set.analyse("happiness", count, 3, 1), [4]);
         assert_eq!(set.analyse("loved", count, 3, 1), [4]); // "lov" is not attested
         assert_eq!(set.analyse("nonsenseness", count, 3, 1), [8]); // N forbids the cross product

@@ -1,36 +1,124 @@
-//! The JSON file format of a trained MGT tokenizer (version 1) and its validation.
+//! The JSON file format of a trained MGT tokenizer (version 2; version 1 files are still read)
+//! and its validation.
 //!
 //! ```json
 //! {
 //!   "format": "jinn-mgt",
-//!   "version": 1,
+//!   "version": 2,
 //!   "vocab_size": 8000,
+//!   "encoding": "fewest_tokens",
 //!   "specials": [{"id": 0, "name": "<pad>"}, {"id": 1, "name": "<bos>"}, {"id": 2, "name": "<eos>"},
 //!                {"id": 3, "name": "<anchor_0>"}, …],
 //!   "bytes": {"first_id": 19, "count": 256},
 //!   "merges": [{"id": 275, "left": 135, "right": 123}, …],
-//!   "morphs": {"enabled": true, "unknown_char_cost": 4.1, "lexicon": [["un", 57], …]}
+//!   "morphs": {
+//!     "enabled": true,
+//!     "cost": {"corpus_weight": 5.0, "letters": [["a", 20187], …], "word_ends": 36470},
+//!     "lexicon": [["un", 57], …],
+//!     "analyses": [["turned", [4, 6]], …],
+//!     "affixes": {"min_stem_chars": 3, "min_stem_count": 1,
+//!                 "rules": [{"kind": "suffix", "flag": "P", "strip": "y", "add": "iness",
+//!                            "condition": "[^aeiou]y", "cross_product": true}, …]}
+//!   }
 //! }
 //! ```
 //! - `specials` take ids `0..S` in order: `<pad>`, `<bos>`, `<eos>`, then the anchors.
 //! - byte `b` has id `bytes.first_id + b`, with `first_id = S` and `count = 256`.
 //! - merge `k` (rank order) has id `S + 256 + k` and joins two earlier non-special ids.
-//! - `morphs.lexicon` lists morph strings with their counts (sorted by morph); segmentation of
-//!   a word is Viterbi over it (see `morph`). `enabled: false` means plain BPE over pieces.
-//! - `morphs.analyses` (optional): `[["turned", [4, 6]], …]`, training words whose trained
-//!   segmentation Viterbi would not reproduce, with the byte offsets where their morphs end
-//!   (increasing, on char boundaries, the last = the word's length); sorted by word. These words
-//!   segment as stored.
 //! - `vocab_size = S + 256 + merges`; every id below it is used exactly once.
+//! - `encoding`: how a unit (a morph, or a non-word piece) becomes tokens. `"merges"`: apply the
+//!   merges in rank order (classic BPE); `"fewest_tokens"`: the fewest vocabulary tokens whose
+//!   bytes concatenate to the unit (ties: the smallest sum of ids, then the earliest cut).
+//! - `morphs.enabled: false` means plain BPE over pieces (no morphs; `cost` may be absent).
+//! - `morphs.lexicon` lists morph strings with their counts (sorted by morph).
+//! - `morphs.cost` (required when enabled, see below for version 1): the corpus weight α and the letter counts (and
+//!   number of word ends) of the letter model that price morphs in Viterbi segmentation (see
+//!   `morph::CostModel::Mdl`).
+//! - `morphs.analyses`: `[["turned", [4, 6]], …]`, every training word cut into two or more
+//!   morphs, with the byte offsets where its morphs end (increasing, on char boundaries, the last
+//!   = the word's length); sorted by word. Training words not listed are lexicon morphs.
+//! - `morphs.affixes` (optional): the hunspell rules (condition in hunspell syntax) that cut new
+//!   words whose stem is a lexicon morph or a listed training word, with the stem limits.
+//!
+//! Version 1 (read, never written) has no `encoding` (it means `"merges"`), no `cost` and no
+//! `affixes`; instead `morphs.unknown_char_cost` prices unknown spans (`morph::CostModel::Flat`),
+//! and `analyses` lists only the training words Viterbi would not reproduce. A version 1 file
+//! saved again becomes version 2 with `"encoding": "merges"` and that `unknown_char_cost` in
+//! place of `cost` (so it still segments and encodes as before).
 
+use super::affixes::Condition;
 use super::error::{Result, TokenizerError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The `format` value.
 pub const FORMAT_NAME: &str = "jinn-mgt";
-/// The version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// Versions this build reads.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+
+/// How units are encoded (the file's `encoding`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// Apply the merges in rank order (classic BPE; every version 1 file).
+    Merges,
+    /// The fewest vocabulary tokens that spell the unit.
+    FewestTokens,
+}
+
+/// The letter model and corpus weight that price morphs (version 2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostSection {
+    /// Corpus weight α.
+    pub corpus_weight: f64,
+    /// Letter counts, sorted by letter.
+    pub letters: Vec<(char, u64)>,
+    /// Number of word ends (end markers) counted with the letters.
+    pub word_ends: u64,
+}
+
+/// Which side of the stem an affix rule adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AffixKindEntry {
+    /// `PFX`.
+    Prefix,
+    /// `SFX`.
+    Suffix,
+}
+
+/// One hunspell affix rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AffixRuleEntry {
+    /// Prefix or suffix.
+    pub kind: AffixKindEntry,
+    /// The rule class's flag.
+    pub flag: String,
+    /// Removed from the stem (may be empty).
+    pub strip: String,
+    /// Added (non-empty for a rule that can cut a word).
+    pub add: String,
+    /// hunspell condition syntax.
+    pub condition: String,
+    /// Whether it combines with an affix of the other kind.
+    pub cross_product: bool,
+}
+
+/// The affix rules applied to new words (version 2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AffixSection {
+    /// A stem needs at least this many chars…
+    pub min_stem_chars: usize,
+    /// …and at least this count (lexicon count; 1 for a listed training word).
+    pub min_stem_count: u64,
+    /// The rules.
+    pub rules: Vec<AffixRuleEntry>,
+}
 
 /// A special token entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,14 +158,22 @@ pub struct MergeEntry {
 pub struct MorphSection {
     /// Whether words are segmented into morphs (false: plain BPE).
     pub enabled: bool,
-    /// Per-char cost (nats) of spans outside the lexicon during Viterbi segmentation.
-    pub unknown_char_cost: f64,
+    /// Version 1 pricing: per-char cost (nats) of spans outside the lexicon (in version 2 only
+    /// for tokenizers read from version 1 files, instead of `cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_char_cost: Option<f64>,
+    /// Version 2: what prices morphs (required when `enabled`, unless `unknown_char_cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostSection>,
     /// Morphs with their counts, sorted by morph.
     pub lexicon: Vec<(String, u64)>,
-    /// Training words whose trained analysis Viterbi would not reproduce, with the byte offsets
-    /// where their morphs end; sorted by word. Optional (absent = none).
+    /// Training words with the byte offsets where their morphs end; sorted by word. Optional
+    /// (absent = none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analyses: Vec<(String, Vec<usize>)>,
+    /// Version 2, optional: affix rules for new words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affixes: Option<AffixSection>,
 }
 
 /// The whole file.
@@ -90,6 +186,9 @@ pub struct TokenizerFile {
     pub version: u32,
     /// Number of ids.
     pub vocab_size: u32,
+    /// Version 2: how units are encoded (absent in version 1 = merges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<Encoding>,
     /// Special and anchor tokens.
     pub specials: Vec<SpecialEntry>,
     /// The byte tokens.
@@ -122,12 +221,16 @@ impl TokenizerFile {
         if self.format != FORMAT_NAME {
             return Err(bad("format", format!("expected \"{FORMAT_NAME}\", found {:?}", self.format)));
         }
-        if self.version != FORMAT_VERSION {
+        if !READABLE_VERSIONS.contains(&self.version) {
             return Err(bad(
                 "version",
-                format!("unsupported version {}; this build reads version {FORMAT_VERSION}", self.version),
+                format!(
+                    "unsupported version {}; this build reads versions {READABLE_VERSIONS:?}",
+                    self.version
+                ),
             ));
         }
+        self.validate_version_fields(path)?;
         let s = self.specials.len() as u32;
         if self.bytes.count != 256 {
             return Err(bad("bytes.count", format!("expected 256, found {}", self.bytes.count)));
@@ -238,8 +341,71 @@ impl TokenizerFile {
                 ));
             }
         }
-        if !(self.morphs.unknown_char_cost.is_finite() && self.morphs.unknown_char_cost >= 0.0) {
-            return Err(bad("morphs.unknown_char_cost", "expected a finite number ≥ 0".into()));
+        Ok(())
+    }
+
+    /// The fields that differ between versions: present where required, absent where foreign.
+    fn validate_version_fields(&self, path: &Path) -> Result<()> {
+        let bad = |field: &str, message: String| TokenizerError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            message,
+        };
+        let m = &self.morphs;
+        if self.version == 1 {
+            let v2_only = [
+                ("encoding", self.encoding.is_some()),
+                ("morphs.cost", m.cost.is_some()),
+                ("morphs.affixes", m.affixes.is_some()),
+            ];
+            if let Some((field, _)) = v2_only.iter().find(|(_, present)| *present) {
+                return Err(bad(field, "is a version 2 field, but the file says version 1".into()));
+            }
+            let c = m
+                .unknown_char_cost
+                .ok_or_else(|| bad("morphs.unknown_char_cost", "missing (version 1)".into()))?;
+            if !(c.is_finite() && c >= 0.0) {
+                return Err(bad("morphs.unknown_char_cost", "expected a finite number ≥ 0".into()));
+            }
+            return Ok(());
+        }
+        if self.encoding.is_none() {
+            return Err(bad("encoding", "missing: expected \"merges\" or \"fewest_tokens\"".into()));
+        }
+        match (&m.cost, m.unknown_char_cost) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "morphs.unknown_char_cost",
+                    "give either `morphs.cost` or the version 1 `morphs.unknown_char_cost`, not both".into(),
+                ))
+            }
+            (None, None) if m.enabled => {
+                return Err(bad("morphs.cost", "missing (required when morphs are enabled)".into()))
+            }
+            (None, Some(c)) if !(c.is_finite() && c >= 0.0) => {
+                return Err(bad("morphs.unknown_char_cost", "expected a finite number ≥ 0".into()))
+            }
+            (Some(c), None) => {
+                if !(c.corpus_weight.is_finite() && c.corpus_weight > 0.0) {
+                    return Err(bad(
+                        "morphs.cost.corpus_weight",
+                        format!("expected a finite number > 0, found {}", c.corpus_weight),
+                    ));
+                }
+                if let Some(k) = c.letters.windows(2).position(|p| p[0].0 >= p[1].0) {
+                    return Err(bad(
+                        &format!("morphs.cost.letters[{}]", k + 1),
+                        "letters must be sorted and distinct".into(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if let Some(a) = &m.affixes {
+            for (i, r) in a.rules.iter().enumerate() {
+                Condition::parse(&r.condition)
+                    .map_err(|e| bad(&format!("morphs.affixes.rules[{i}].condition"), e))?;
+            }
         }
         Ok(())
     }

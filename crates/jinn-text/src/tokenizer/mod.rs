@@ -18,5 +18,6 @@ pub mod pretokenize;
 
 pub use affixes::AffixSet;
 pub use error::{Result, TokenizerError};
+pub use format::Encoding;
 pub use model::{Tokenizer, TrainConfig, BOS_ID, EOS_ID, PAD_ID};
 pub use morph::{Dampening, MorphConfig};

@@ -1,13 +1,13 @@
 //! [`Tokenizer`]: training, encoding, decoding and segmentation.
 
-use super::affixes::AffixSet;
-use super::bpe::{train_merges, MergeTable, Pair};
+use super::affixes::{AffixKind, AffixRule, AffixSet, Condition};
+use super::bpe::{train_merges, FewestTokens, MergeTable, Pair};
 use super::error::{Result, TokenizerError};
 use super::format::{
-    ByteRange, MergeEntry, MorphSection, SpecialEntry, TokenizerFile, FORMAT_NAME, FORMAT_VERSION,
-    REQUIRED_SPECIALS,
+    AffixKindEntry, AffixRuleEntry, AffixSection, ByteRange, CostSection, Encoding, MergeEntry, MorphSection,
+    SpecialEntry, TokenizerFile, FORMAT_NAME, FORMAT_VERSION, REQUIRED_SPECIALS,
 };
-use super::morph::{train_morphs, MorphConfig, MorphLexicon};
+use super::morph::{train_morphs, CostModel, LetterModel, MorphConfig, MorphLexicon};
 use super::pretokenize::{pieces, Piece, PieceKind};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -30,8 +30,11 @@ pub struct TrainConfig {
     /// Morph segmentation settings; `None` trains plain BPE over pieces (the baseline).
     pub morph: Option<MorphConfig>,
     /// hunspell affix rules; where one applies to a corpus-attested stem its boundary is kept by the
-    /// morph model (may be empty; see [`AffixSet::analyse`]).
+    /// morph model (may be empty; see [`AffixSet::analyse`]). They are saved with the tokenizer
+    /// and cut new words too.
     pub affixes: AffixSet,
+    /// How units are encoded into tokens.
+    pub encoding: Encoding,
 }
 
 impl Default for TrainConfig {
@@ -41,6 +44,7 @@ impl Default for TrainConfig {
             anchors: 16,
             morph: Some(MorphConfig::default()),
             affixes: AffixSet::default(),
+            encoding: Encoding::FewestTokens,
         }
     }
 }
@@ -52,6 +56,8 @@ pub struct Tokenizer {
     specials: Vec<String>,
     merges: Vec<Pair>,
     table: MergeTable,
+    fewest: FewestTokens,
+    encoding: Encoding,
     token_bytes: Vec<Vec<u8>>,
     morphs: MorphLexicon,
     morphs_enabled: bool,
@@ -90,9 +96,9 @@ impl Tokenizer {
                 }
                 train_morphs(&words, &cfg.affixes, mc)
             }
-            None => MorphLexicon::new(HashMap::new(), 0.0),
+            None => MorphLexicon::new(HashMap::new(), CostModel::Flat { unknown_char_cost: 0.0 }),
         };
-        let tok = Tokenizer::assemble(specials, Vec::new(), morphs, cfg.morph.is_some());
+        let tok = Tokenizer::assemble(specials, Vec::new(), morphs, cfg.morph.is_some(), cfg.encoding);
         // Units (morphs with the piece's leading space on the first) with counts.
         let mut unit_counts: HashMap<&str, u64> = HashMap::new();
         for (p, &c) in &piece_counts {
@@ -106,7 +112,7 @@ impl Tokenizer {
         units.sort_unstable();
         let merges = train_merges(units, first + 256, cfg.vocab_size - minimum);
         let Tokenizer { specials, morphs, morphs_enabled, .. } = tok;
-        Ok(Tokenizer::assemble(specials, merges, morphs, morphs_enabled))
+        Ok(Tokenizer::assemble(specials, merges, morphs, morphs_enabled, cfg.encoding))
     }
 
     fn assemble(
@@ -114,6 +120,7 @@ impl Tokenizer {
         merges: Vec<Pair>,
         morphs: MorphLexicon,
         morphs_enabled: bool,
+        encoding: Encoding,
     ) -> Tokenizer {
         let first = specials.len() as u32;
         let mut token_bytes: Vec<Vec<u8>> = vec![Vec::new(); specials.len()];
@@ -124,7 +131,22 @@ impl Tokenizer {
             token_bytes.push(t);
         }
         let table = MergeTable::new(&merges, first + 256);
-        Tokenizer { specials, merges, table, token_bytes, morphs, morphs_enabled }
+        let fewest = match encoding {
+            Encoding::FewestTokens => FewestTokens::new(&token_bytes[first as usize..], first),
+            Encoding::Merges => FewestTokens::default(),
+        };
+        Tokenizer { specials, merges, table, fewest, encoding, token_bytes, morphs, morphs_enabled }
+    }
+
+    /// How units are encoded.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The same vocabulary and morphs with another unit encoding.
+    pub fn with_encoding(self, encoding: Encoding) -> Tokenizer {
+        let Tokenizer { specials, merges, morphs, morphs_enabled, .. } = self;
+        Tokenizer::assemble(specials, merges, morphs, morphs_enabled, encoding)
     }
 
     /// Id of byte 0 (= number of special tokens).
@@ -208,9 +230,12 @@ impl Tokenizer {
 
     fn encode_piece(&self, p: &Piece<'_>, out: &mut Vec<u32>) {
         let first = self.byte_offset();
-        self.for_each_unit(p, |u| {
-            let seq: Vec<u32> = u.bytes().map(|b| first + b as u32).collect();
-            out.extend(self.table.apply(seq));
+        self.for_each_unit(p, |u| match self.encoding {
+            Encoding::Merges => {
+                let seq: Vec<u32> = u.bytes().map(|b| first + b as u32).collect();
+                out.extend(self.table.apply(seq));
+            }
+            Encoding::FewestTokens => self.fewest.encode(u.as_bytes(), out),
         });
     }
 
@@ -268,13 +293,26 @@ impl Tokenizer {
             .map_err(|e| TokenizerError::InvalidUtf8 { valid_up_to: e.utf8_error().valid_up_to() })
     }
 
-    /// The file representation.
+    /// The file representation (always the current [`FORMAT_VERSION`]).
     pub fn to_file(&self) -> TokenizerFile {
         let s = self.byte_offset();
+        let (unknown_char_cost, cost) = match self.morphs.costs() {
+            CostModel::Flat { unknown_char_cost } => (Some(*unknown_char_cost), None),
+            CostModel::Mdl { corpus_weight, letters } => (
+                None,
+                Some(CostSection {
+                    corpus_weight: *corpus_weight,
+                    letters: letters.counts().iter().map(|(&c, &n)| (c, n)).collect(),
+                    word_ends: letters.ends(),
+                }),
+            ),
+        };
+        let (affixes, min_stem_chars, min_stem_count) = self.morphs.affixes();
         TokenizerFile {
             format: FORMAT_NAME.to_string(),
             version: FORMAT_VERSION,
             vocab_size: self.vocab_size() as u32,
+            encoding: Some(self.encoding),
             specials: self
                 .specials
                 .iter()
@@ -290,7 +328,8 @@ impl Tokenizer {
                 .collect(),
             morphs: MorphSection {
                 enabled: self.morphs_enabled,
-                unknown_char_cost: self.morphs.unknown_char_cost(),
+                unknown_char_cost,
+                cost,
                 lexicon: self.morphs.entries().into_iter().map(|(m, c)| (m.to_string(), c)).collect(),
                 analyses: self
                     .morphs
@@ -298,18 +337,42 @@ impl Tokenizer {
                     .into_iter()
                     .map(|(w, e)| (w.to_string(), e.to_vec()))
                     .collect(),
+                affixes: (!affixes.is_empty()).then(|| AffixSection {
+                    min_stem_chars,
+                    min_stem_count,
+                    rules: affixes.rules.iter().map(rule_entry).collect(),
+                }),
             },
         }
     }
 
-    /// Build from a validated file.
-    pub fn from_file(file: TokenizerFile) -> Tokenizer {
+    /// Validate a file (`path` names it in errors) and build the tokenizer. A version 1 file
+    /// keeps its segmentation costs and merge encoding, so it encodes as it always did.
+    pub fn from_file(file: TokenizerFile, path: &Path) -> Result<Tokenizer> {
+        file.validate(path)?;
         let specials = file.specials.into_iter().map(|e| e.name).collect();
         let merges = file.merges.iter().map(|m| (m.left, m.right)).collect();
-        let morphs =
-            MorphLexicon::new(file.morphs.lexicon.into_iter().collect(), file.morphs.unknown_char_cost)
-                .with_analyses(file.morphs.analyses.into_iter().collect());
-        Tokenizer::assemble(specials, merges, morphs, file.morphs.enabled)
+        let m = file.morphs;
+        let costs = match (m.cost, m.unknown_char_cost) {
+            (Some(c), _) => CostModel::Mdl {
+                corpus_weight: c.corpus_weight,
+                letters: LetterModel::new(c.letters.into_iter().collect(), c.word_ends),
+            },
+            (None, c) => CostModel::Flat { unknown_char_cost: c.unwrap_or(0.0) },
+        };
+        let mut morphs = MorphLexicon::new(m.lexicon.into_iter().collect(), costs)
+            .with_analyses(m.analyses.into_iter().collect());
+        if let Some(a) = m.affixes {
+            let rules = a
+                .rules
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| rule_from_entry(r, path, i))
+                .collect::<Result<Vec<_>>>()?;
+            morphs = morphs.with_affixes(AffixSet { rules }, a.min_stem_chars, a.min_stem_count);
+        }
+        let encoding = file.encoding.unwrap_or(Encoding::Merges);
+        Ok(Tokenizer::assemble(specials, merges, morphs, m.enabled, encoding))
     }
 
     /// Serialize to JSON text (deterministic).
@@ -319,7 +382,7 @@ impl Tokenizer {
 
     /// Parse and validate JSON text; `path` names the source in errors.
     pub fn from_json(text: &str, path: &Path) -> Result<Tokenizer> {
-        Ok(Tokenizer::from_file(TokenizerFile::from_json(text, path)?))
+        Tokenizer::from_file(TokenizerFile::from_json(text, path)?, path)
     }
 
     /// Write to `path` atomically.
@@ -342,4 +405,37 @@ fn special_names(anchors: usize) -> Vec<String> {
         .map(|s| s.to_string())
         .chain((0..anchors).map(|k| format!("<anchor_{k}>")))
         .collect()
+}
+
+fn rule_entry(r: &AffixRule) -> AffixRuleEntry {
+    AffixRuleEntry {
+        kind: match r.kind {
+            AffixKind::Prefix => AffixKindEntry::Prefix,
+            AffixKind::Suffix => AffixKindEntry::Suffix,
+        },
+        flag: r.flag.clone(),
+        strip: r.strip.clone(),
+        add: r.add.clone(),
+        condition: r.condition.to_string(),
+        cross_product: r.cross_product,
+    }
+}
+
+fn rule_from_entry(r: AffixRuleEntry, path: &Path, i: usize) -> Result<AffixRule> {
+    let condition = Condition::parse(&r.condition).map_err(|message| TokenizerError::Invalid {
+        path: path.to_path_buf(),
+        field: format!("morphs.affixes.rules[{i}].condition"),
+        message,
+    })?;
+    Ok(AffixRule {
+        kind: match r.kind {
+            AffixKindEntry::Prefix => AffixKind::Prefix,
+            AffixKindEntry::Suffix => AffixKind::Suffix,
+        },
+        flag: r.flag,
+        strip: r.strip,
+        add: r.add,
+        condition,
+        cross_product: r.cross_product,
+    })
 }

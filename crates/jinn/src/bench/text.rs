@@ -3,12 +3,14 @@
 //! vocabulary size in the same run: encode throughput (interleaved rounds, best of each),
 //! compression (tokens per word and per byte), and morph-boundary F1 against a silver standard
 //! from `hunspell -m` analyses: over token boundaries for every tokenizer, and over MGT's morph
-//! boundaries (the segmentation its tokens never cross) for the MGT rows.
+//! boundaries (the segmentation its tokens never cross) for the MGT rows. F1 is reported on two
+//! samples: word types spread uniformly over the sorted type list (mostly rare words), and
+//! running corpus words (types weighted by their frequency).
 
 use anyhow::{bail, Context};
 use jinn_text::tokenizer::affixes::{AffixKind, AffixSet};
 use jinn_text::tokenizer::morph::Dampening;
-use jinn_text::tokenizer::{MorphConfig, Tokenizer, TrainConfig};
+use jinn_text::tokenizer::{Encoding, MorphConfig, Tokenizer, TrainConfig};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,9 +32,12 @@ pub struct TokenizerBenchArgs {
     /// hunspell dictionary name for `hunspell -m -d`.
     #[arg(long, default_value = "en_US")]
     pub dict: String,
-    /// Word types sampled for the boundary F1.
+    /// Words in each boundary-F1 sample (word types; running words).
     #[arg(long, default_value_t = 2000)]
     pub words: usize,
+    /// Write both silver samples to this TSV file (for inspection).
+    #[arg(long)]
+    pub dump_silver: Option<PathBuf>,
     /// Timed encode rounds (interleaved; best round reported).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
@@ -181,9 +186,11 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
         &docs,
         &TrainConfig { affixes: AffixSet::default(), morph: Some(morph), ..cfg.clone() },
     )?;
+    let mgt_merges = mgt.clone().with_encoding(Encoding::Merges);
     #[cfg_attr(not(feature = "hf-baseline"), allow(unused_mut))]
     let mut subjects: Vec<(Box<dyn Subject + '_>, f64)> = vec![
         (Box::new(Jinn("MGT (hunspell-seeded)", &mgt)), mgt_train),
+        (Box::new(Jinn("MGT (seeded, merge enc.)", &mgt_merges)), f64::NAN),
         (Box::new(Jinn("MGT (unseeded)", &unseeded)), f64::NAN),
         (Box::new(Jinn("plain BPE (jinn)", &plain)), plain_train),
     ];
@@ -206,52 +213,57 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
             best[i] = best[i].min(t.elapsed().as_secs_f64());
         }
     }
-    let silver = silver_standard(&docs, &affixes, &a.dict, a.words, a.silver)?;
-    let gold_total: usize = silver.iter().map(|(_, g)| g.len()).sum();
-    println!(
-        "silver standard ({:?}): {} word types analysed by `hunspell -m -d {}`, {gold_total} boundaries",
-        a.silver,
-        silver.len(),
-        a.dict
-    );
+    let samples = silver_samples(&docs, &affixes, &a.dict, a.words, a.silver)?;
+    if let Some(path) = &a.dump_silver {
+        write_silver(path, &samples).with_context(|| format!("--dump-silver {}", path.display()))?;
+    }
     let base_speed = bytes as f64 / best[0];
-    println!(
-        "\n{:<24} {:>9} {:>8} {:>10} {:>11} {:>11} {:>7} {:>7} {:>8} {:>7} {:>7} {:>8}",
-        "tokenizer",
-        "train s",
-        "MB/s",
-        "MGT speed×",
-        "tokens/word",
-        "tokens/byte",
-        "tok P",
-        "tok R",
-        "tok F1",
-        "morph P",
-        "morph R",
-        "morph F1"
-    );
-    for (i, (s, train_s)) in subjects.iter().enumerate() {
-        let speed = bytes as f64 / best[i];
-        let (p, r, f1) = boundary_prf(&silver, |w| s.word_boundaries(w));
-        let morph = match s.morph_boundaries("") {
-            Some(_) => {
-                let (p, r, f1) = boundary_prf(&silver, |w| s.morph_boundaries(w).unwrap_or_default());
-                format!("{p:>7.3} {r:>7.3} {f1:>8.3}")
-            }
-            None => format!("{:>7} {:>7} {:>8}", "-", "-", "-"),
+    for (k, sample) in samples.iter().enumerate() {
+        let gold_total: usize = sample.words.iter().map(|w| w.gold.len() * w.weight as usize).sum();
+        println!(
+            "\nboundary F1 on {} ({} words analysed by `hunspell -m -d {}`, {gold_total} silver boundaries, {:?} rule)",
+            sample.label,
+            sample.words.iter().map(|w| w.weight as usize).sum::<usize>(),
+            a.dict,
+            a.silver,
+        );
+        let speed_header = if k == 0 {
+            format!(
+                "{:>9} {:>8} {:>10} {:>11} {:>11} ",
+                "train s", "MB/s", "MGT speed×", "tokens/word", "tokens/byte"
+            )
+        } else {
+            String::new()
         };
         println!(
-            "{:<24} {:>9.1} {:>8.2} {:>10.2} {:>11.3} {:>11.4} {:>7.3} {:>7.3} {:>8.3} {morph}",
-            s.name(),
-            train_s,
-            speed / 1e6,
-            base_speed / speed,
-            counts[i] as f64 / words as f64,
-            counts[i] as f64 / bytes as f64,
-            p,
-            r,
-            f1
+            "{:<24} {speed_header}{:>7} {:>7} {:>8} {:>7} {:>7} {:>8}",
+            "tokenizer", "tok P", "tok R", "tok F1", "morph P", "morph R", "morph F1"
         );
+        for (i, (s, train_s)) in subjects.iter().enumerate() {
+            let speed = bytes as f64 / best[i];
+            let (p, r, f1) = boundary_prf(&sample.words, |w| s.word_boundaries(w));
+            let morph = match s.morph_boundaries("") {
+                Some(_) => {
+                    let (p, r, f1) =
+                        boundary_prf(&sample.words, |w| s.morph_boundaries(w).unwrap_or_default());
+                    format!("{p:>7.3} {r:>7.3} {f1:>8.3}")
+                }
+                None => format!("{:>7} {:>7} {:>8}", "-", "-", "-"),
+            };
+            let speed_cols = if k == 0 {
+                format!(
+                    "{:>9.1} {:>8.2} {:>10.2} {:>11.3} {:>11.4} ",
+                    train_s,
+                    speed / 1e6,
+                    base_speed / speed,
+                    counts[i] as f64 / words as f64,
+                    counts[i] as f64 / bytes as f64,
+                )
+            } else {
+                String::new()
+            };
+            println!("{:<24} {speed_cols}{p:>7.3} {r:>7.3} {f1:>8.3} {morph}", s.name());
+        }
     }
     // Batch encoding (rayon) of MGT, for reference.
     let t = Instant::now();
@@ -266,45 +278,105 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Micro-averaged boundary precision, recall, F1 of `predict` over the silver words.
-fn boundary_prf(
-    silver: &[(String, BTreeSet<usize>)],
-    predict: impl Fn(&str) -> BTreeSet<usize>,
-) -> (f64, f64, f64) {
-    let (mut tp, mut pred, mut gold) = (0usize, 0usize, 0usize);
-    for (w, g) in silver {
-        let p = predict(w);
-        tp += p.intersection(g).count();
-        pred += p.len();
-        gold += g.len();
+/// One word of a silver sample: its silver boundaries and how often it counts.
+struct SilverWord {
+    word: String,
+    gold: BTreeSet<usize>,
+    /// 1 in the word-type sample; the number of sampled occurrences in the running-word sample.
+    weight: u64,
+}
+
+/// A labelled silver sample.
+struct SilverSample {
+    label: &'static str,
+    words: Vec<SilverWord>,
+}
+
+/// Micro-averaged boundary precision, recall, F1 of `predict` over the silver words (each
+/// word's boundaries counted `weight` times).
+fn boundary_prf(silver: &[SilverWord], predict: impl Fn(&str) -> BTreeSet<usize>) -> (f64, f64, f64) {
+    let (mut tp, mut pred, mut gold) = (0u64, 0u64, 0u64);
+    for w in silver {
+        let p = predict(&w.word);
+        tp += w.weight * p.intersection(&w.gold).count() as u64;
+        pred += w.weight * p.len() as u64;
+        gold += w.weight * w.gold.len() as u64;
     }
     let p = tp as f64 / pred.max(1) as f64;
     let r = tp as f64 / gold.max(1) as f64;
     (p, r, if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 })
 }
 
-/// Silver boundaries of a deterministic sample of lowercase corpus word types (≥ 4 letters),
-/// from their `hunspell -m` analyses (`st:` stem, `fl:` affix flags); see [`SilverRule`]. The
-/// analysis with the most boundaries is kept; a word hunspell knows but leaves unaffixed has no
-/// boundary and counts too. Words hunspell does not know are skipped, and so (with `exact`) are
-/// analyses whose rules do not reproduce the word (the count is printed).
-fn silver_standard(
+/// Whether a corpus word enters the silver samples: lowercase ASCII, at least 4 letters.
+fn sampled_shape(w: &str) -> bool {
+    w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// The two silver samples: `n` word types evenly spaced in the sorted type list (each counts
+/// once: mostly rare words), and every k-th of the running corpus words (`n` in all; a type
+/// counts as often as it was drawn, so frequent words weigh by their frequency). Words hunspell
+/// does not analyse are dropped from both (see [`silver_boundaries`]).
+fn silver_samples(
     docs: &[String],
     affixes: &AffixSet,
     dict: &str,
     n: usize,
     rule: SilverRule,
-) -> anyhow::Result<Vec<(String, BTreeSet<usize>)>> {
-    let mut types: BTreeSet<&str> = BTreeSet::new();
-    for d in docs {
-        for w in d.split(|c: char| !c.is_ascii_alphabetic()) {
-            if w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()) {
-                types.insert(w);
-            }
+) -> anyhow::Result<Vec<SilverSample>> {
+    let running: Vec<&str> = docs
+        .iter()
+        .flat_map(|d| d.split(|c: char| !c.is_ascii_alphabetic()))
+        .filter(|w| sampled_shape(w))
+        .collect();
+    let types: BTreeSet<&str> = running.iter().copied().collect();
+    let step = (types.len() / n.max(1)).max(1);
+    let type_sample: Vec<&str> = types.iter().step_by(step).take(n).copied().collect();
+    let step = (running.len() / n.max(1)).max(1);
+    let mut drawn: BTreeMap<&str, u64> = BTreeMap::new();
+    for w in running.iter().step_by(step).take(n) {
+        *drawn.entry(w).or_default() += 1;
+    }
+    let all: BTreeSet<&str> = type_sample.iter().chain(drawn.keys()).copied().collect();
+    let gold = silver_boundaries(&all, affixes, dict, rule)?;
+    let keep = |w: &str, weight: u64| {
+        gold.get(w).map(|g| SilverWord { word: w.to_string(), gold: g.clone(), weight })
+    };
+    Ok(vec![
+        SilverSample {
+            label: "word types (uniform over the sorted type list)",
+            words: type_sample.iter().filter_map(|w| keep(w, 1)).collect(),
+        },
+        SilverSample {
+            label: "running words (every k-th corpus word: types weighted by frequency)",
+            words: drawn.iter().filter_map(|(w, &c)| keep(w, c)).collect(),
+        },
+    ])
+}
+
+/// Write the samples as TSV (`sample`, `word`, `weight`, silver boundaries comma-separated).
+fn write_silver(path: &std::path::Path, samples: &[SilverSample]) -> anyhow::Result<()> {
+    let mut out = String::from("sample\tword\tweight\tboundaries\n");
+    for (k, s) in samples.iter().enumerate() {
+        for w in &s.words {
+            let b: Vec<String> = w.gold.iter().map(|b| b.to_string()).collect();
+            out += &format!("{}\t{}\t{}\t{}\n", ["types", "running"][k], w.word, w.weight, b.join(","));
         }
     }
-    let step = (types.len() / n.max(1)).max(1);
-    let sample: Vec<&str> = types.iter().step_by(step).take(n).copied().collect();
+    jinn_data::atomic_file::write_atomically(path, out.as_bytes())?;
+    Ok(())
+}
+
+/// Silver boundaries of `sample` (lowercase corpus words) from their `hunspell -m` analyses
+/// (`st:` stem, `fl:` affix flags); see [`SilverRule`]. The analysis with the most boundaries is
+/// kept; a word hunspell knows but leaves unaffixed has no boundary and counts too. Words
+/// hunspell does not know are left out, and so (with `exact`) are analyses whose rules do not
+/// reproduce the word (the count is printed).
+fn silver_boundaries<'w>(
+    sample: &BTreeSet<&'w str>,
+    affixes: &AffixSet,
+    dict: &str,
+    rule: SilverRule,
+) -> anyhow::Result<BTreeMap<&'w str, BTreeSet<usize>>> {
     let mut child = Command::new("hunspell")
         .args(["-m", "-d", dict])
         .stdin(Stdio::piped())
@@ -314,7 +386,7 @@ fn silver_standard(
             "cannot run `hunspell`: the boundary-F1 silver standard needs it \
              (`apt-get install -y hunspell hunspell-en-us`)",
         )?;
-    let input = sample.join("\n") + "\n";
+    let input = sample.iter().copied().collect::<Vec<_>>().join("\n") + "\n";
     let mut stdin = child.stdin.take().expect("piped");
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output()?;
@@ -332,7 +404,7 @@ fn silver_standard(
     for line in text.lines() {
         let mut fields = line.split_whitespace();
         let Some(word) = fields.next() else { continue };
-        let Some(&w) = sample.iter().find(|s| **s == word) else { continue };
+        let Some(&w) = sample.get(word) else { continue };
         let fields: Vec<&str> = fields.collect();
         if !fields.iter().any(|f| f.starts_with("st:")) {
             continue;
@@ -361,7 +433,7 @@ fn silver_standard(
             "silver standard: {underived} hunspell analyses not reproducible from their rules were skipped"
         );
     }
-    Ok(best.into_iter().filter_map(|(w, b)| b.map(|b| (w.to_string(), b))).collect())
+    Ok(best.into_iter().filter_map(|(w, b)| b.map(|b| (w, b))).collect())
 }
 
 /// Boundaries of `word` when the rules of `flags` turn `stem` into it: suffix flags first, then
