@@ -62,9 +62,6 @@ pub struct LamConfig {
     /// Where a reset code goes: `encoder_output` (default: onto a random transition's
     /// encoder output) or `used_code` (Jasmine: a copy of a used code; see [`ResetTarget`]).
     pub reset_to: ResetTarget,
-    /// Feed the encoder each patch beside its change since the previous frame (`[P | ΔP]`,
-    /// zero change for frame 0) instead of the patch alone (Jasmine: false).
-    pub motion_input: bool,
 }
 
 impl Default for LamConfig {
@@ -85,7 +82,6 @@ impl Default for LamConfig {
             vq_beta: jinn_nn::VQ_BETA,
             reset_threshold: 50,
             reset_to: ResetTarget::default(),
-            motion_input: false,
         }
     }
 }
@@ -130,8 +126,7 @@ impl LamConfig {
                 reason: format!("must be ≥ 0, got {}", self.vq_beta),
             });
         }
-        // Encoder input width: the patch, or the patch and its change.
-        let p = grid.patch_dim() * if self.motion_input { 2 } else { 1 };
+        let p = grid.patch_dim();
         // LeCun uniform with fan_in 1: U(−√3, √3) per element (spec §1.7).
         let bound = 3f64.sqrt();
         let action_in = lazy_param([p], device, move |dev| {
@@ -149,7 +144,6 @@ impl LamConfig {
             width: self.width,
             channels: self.channels,
             vq_beta: self.vq_beta,
-            motion_input: self.motion_input,
         })
     }
 }
@@ -186,8 +180,6 @@ pub struct Lam {
     pub channels: usize,
     /// Commitment weight β.
     pub vq_beta: f64,
-    /// The encoder sees `[patch | change since the previous frame]` ([`LamConfig::motion_input`]).
-    pub motion_input: bool,
 }
 
 /// The result of [`Lam::forward_train`].
@@ -259,17 +251,9 @@ impl Lam {
     ) -> Result<(VqOutput, Tensor<4>, [usize; 2]), NnError> {
         self.check_frames(videos.dims())?;
         let patches = patchify(videos, self.patch)?; // [b, t, n, p]
-        let [b, t, n, p] = patches.dims();
-        let encoder_in = if self.motion_input {
-            let first = patches.clone().slice([0..b, 0..1, 0..n, 0..p]); // [b, 1, n, p]
-            let before = Tensor::cat(vec![first, patches.clone().slice([0..b, 0..t - 1, 0..n, 0..p])], 1); // [b, t, n, p]
-            Tensor::cat(vec![patches.clone(), patches.clone() - before], 3) // [b, t, n, 2p]
-        } else {
-            patches.clone()
-        };
-        let width = encoder_in.dims()[3];
-        let token = self.action_in.val().reshape([1, 1, 1, width]).repeat(&[b, t, 1, 1]); // [b, t, 1, width]
-        let input = Tensor::cat(vec![token, encoder_in], 2); // [b, t, n+1, width]
+        let [b, t, _, p] = patches.dims();
+        let token = self.action_in.val().reshape([1, 1, 1, p]).repeat(&[b, t, 1, 1]); // [b, t, 1, p]
+        let input = Tensor::cat(vec![token, patches.clone()], 2); // [b, t, n+1, p]
         let latents = self.encoder.forward(input); // [b, t, n+1, l]
         let l = latents.dims()[3];
         let actions = latents.slice([0..b, 1..t, 0..1, 0..l]).reshape([b * (t - 1), l]); // [e, l]
