@@ -21,8 +21,8 @@ pub enum BenchCommand {
     /// Loader frames/s with 1 and 2 threads (vs. bare decoding), and write throughput (vs.
     /// bare zstd), on zstd ArrayRecord clips of a built-in game.
     Data(data::DataBenchArgs),
-    /// Median / p10 / p90 ms per tokenizer training step (forward, backward, AdamW) and peak
-    /// RSS, against the issue-3 targets and Jasmine's figures.
+    /// Median / p10 / p90 ms per training step (forward, backward, AdamW) of the tokenizer, LAM
+    /// or MaskGIT dynamics and peak RSS, against the issue-3/4 targets and Jasmine's figures.
     Train(train::TrainBenchArgs),
     /// MGT tokenizer vs plain BPE (and HF tokenizers with `--features hf-baseline`): encode
     /// MB/s, tokens per word, morph-boundary F1 against hunspell; same corpus and vocab.

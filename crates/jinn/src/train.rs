@@ -1,6 +1,6 @@
 //! `jinn train …`: train a model with the shared training loop.
 
-mod dynamics;
+pub(crate) mod dynamics;
 mod lam;
 pub(crate) mod progress;
 pub(crate) mod report;

@@ -1,31 +1,39 @@
-//! `jinn bench train`: time full tokenizer training steps (forward, backward, AdamW update —
-//! [`TokenizerTask::train_step`], exactly what `jinn train tokenizer` runs) and report the
-//! median / p10 / p90 ms per step and the peak resident memory, with their ratios to the
-//! issue-3 targets and to Jasmine's figures at jasmine-small.
+//! `jinn bench train`: time full training steps (forward, backward, AdamW update — the
+//! `TrainTask::train_step` that `jinn train tokenizer|lam|dynamics` runs) of the tokenizer, the
+//! LAM or the MaskGIT dynamics model and report the median / p10 / p90 ms per step and the peak
+//! resident memory, with their ratios to the issue targets and to Jasmine's figures at
+//! jasmine-small.
+
+mod setup;
 
 use crate::device::DeviceSpec;
 use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
+use jinn_train::config::TrainConfig;
 use jinn_train::train_loop::{StepContext, TrainTask};
-use jinn_world::{TokenizerRunConfig, TokenizerTask};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Target step time at jasmine-small (issue 3), ms.
-const TARGET_MS: f64 = 130.0;
-/// Target peak RSS at jasmine-small (issue 3), MB.
-const TARGET_MB: f64 = 400.0;
-/// Jasmine (JAX 0.7.2, CPU) step time at jasmine-small, ms.
-const JASMINE_MS: f64 = 380.0;
-/// Jasmine peak RSS at jasmine-small, MB.
-const JASMINE_MB: f64 = 1000.0;
+/// Which model's training step `jinn bench train` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchTask {
+    /// The VQ-VAE video tokenizer (`jinn train tokenizer`).
+    Tokenizer,
+    /// The latent action model (`jinn train lam`).
+    Lam,
+    /// MaskGIT dynamics on a frozen tokenizer and frozen LAM (`jinn train dynamics --lam RUN`).
+    Dynamics,
+}
 
 /// Arguments of `jinn bench train`.
 #[derive(clap::Args)]
 pub struct TrainBenchArgs {
-    /// Tokenizer run config (e.g. configs/jasmine-small/tokenizer.toml); Jasmine's defaults
-    /// when omitted.
+    /// Model to train: tokenizer, lam or dynamics.
+    #[arg(long, value_enum, default_value = "tokenizer")]
+    pub task: BenchTask,
+    /// Run config of the task (e.g. configs/jasmine-small/tokenizer.toml, lam.toml,
+    /// dynamics.toml); Jasmine's defaults when omitted.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Override a config value, e.g. `--set train.batch_size=4` (repeatable).
@@ -46,56 +54,88 @@ pub struct TrainBenchArgs {
     pub device: DeviceSpec,
 }
 
+/// The figures a task's step time and peak memory are compared with.
+#[derive(Clone, Copy)]
+struct Reference {
+    /// Issue that sets the targets.
+    issue: u32,
+    /// Target step time, ms.
+    target_ms: f64,
+    /// Target peak RSS, MB.
+    target_mb: f64,
+    /// Jasmine (JAX 0.7.2, CPU) step time on the same machine kind, ms.
+    jasmine_ms: f64,
+    /// Jasmine's peak RSS, MB.
+    jasmine_mb: f64,
+}
+
+/// Tokenizer at jasmine-small (issue 3): ≤ 130 ms, ≤ 400 MB; Jasmine ≈ 380 ms, ≈ 1.0 GB.
+const TOKENIZER: Reference =
+    Reference { issue: 3, target_ms: 130.0, target_mb: 400.0, jasmine_ms: 380.0, jasmine_mb: 1000.0 };
+/// LAM at jasmine-small (issue 4): ≥ 3× faster than Jasmine's ≈ 350 ms, ≤ 0.4× its ≈ 1.2 GB.
+const LAM: Reference = Reference {
+    issue: 4,
+    target_ms: 350.0 / 3.0,
+    target_mb: 0.4 * 1200.0,
+    jasmine_ms: 350.0,
+    jasmine_mb: 1200.0,
+};
+/// MaskGIT dynamics at jasmine-small (issue 4): ≥ 3× faster than Jasmine's ≈ 440 ms, ≤ 0.4× its
+/// ≈ 1.2 GB.
+const DYNAMICS: Reference = Reference {
+    issue: 4,
+    target_ms: 440.0 / 3.0,
+    target_mb: 0.4 * 1200.0,
+    jasmine_ms: 440.0,
+    jasmine_mb: 1200.0,
+};
+
 /// Build the task, run `warmup + steps` training steps and print the figures.
 pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
     if a.steps == 0 {
         bail!("--steps must be ≥ 1");
     }
-    let mut cfg: TokenizerRunConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
-    // Only the step is timed: no validation, and the schedule must span the benchmark.
-    cfg.train.val_every = 0;
-    let total = a.warmup + a.steps;
-    cfg.train.steps = cfg.train.steps.max(total);
-
     let tmp = tempfile::tempdir()?;
-    let data_dir = match &a.data {
-        Some(d) => d.clone(),
-        None => {
-            generate_data(&cfg, tmp.path())?;
-            tmp.path().to_path_buf()
-        }
-    };
     let device = a.device.device().autodiff();
-    let mut task = TokenizerTask::from_config(&cfg, &data_dir, device)
-        .with_context(|| format!("setting up tokenizer training on {}", data_dir.display()))?;
-    let m = &cfg.model;
-    println!(
-        "tokenizer {}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {} codes; \
-         batch {} × {} frames; {} warm-up + {} timed steps",
-        m.height,
-        m.width,
-        m.channels,
-        m.patch,
-        m.model_dim,
-        m.ffn_dim,
-        m.num_heads,
-        m.encoder_blocks,
-        m.decoder_blocks,
-        m.num_codes,
-        cfg.train.batch_size,
-        cfg.data.seq_len,
-        a.warmup,
-        a.steps
-    );
+    match a.task {
+        BenchTask::Tokenizer => {
+            let (task, train) = setup::tokenizer(&a, tmp.path(), device)?;
+            time_steps(task, &train, &a, &TOKENIZER)
+        }
+        BenchTask::Lam => {
+            let (task, train) = setup::lam(&a, tmp.path(), device)?;
+            time_steps(task, &train, &a, &LAM)
+        }
+        BenchTask::Dynamics => {
+            let (task, train) = setup::dynamics(&a, tmp.path(), device)?;
+            time_steps(task, &train, &a, &DYNAMICS)
+        }
+    }
+}
 
+/// Only the step is timed: no validation, and the LR schedule must span the benchmark.
+fn prepare_train(train: &mut TrainConfig, a: &TrainBenchArgs) {
+    train.val_every = 0;
+    train.steps = train.steps.max(a.warmup + a.steps);
+}
+
+/// Run the warm-up and timed steps of `task` and print the step-time percentiles, the peak RSS
+/// and their ratios to `reference`.
+fn time_steps<T: TrainTask>(
+    mut task: T,
+    train: &TrainConfig,
+    a: &TrainBenchArgs,
+    reference: &Reference,
+) -> anyhow::Result<()> {
+    let total = a.warmup + a.steps;
     let mut times = Vec::with_capacity(a.steps as usize);
     for step in 0..total {
         let ctx = StepContext {
             step,
-            lr: cfg.train.lr.lr(step, cfg.train.steps),
-            grad_accum: cfg.train.grad_accum,
-            clip_norm: cfg.train.clip_norm,
-            seed: cfg.train.seed,
+            lr: train.lr.lr(step, train.steps),
+            grad_accum: train.grad_accum,
+            clip_norm: train.clip_norm,
+            seed: train.seed,
         };
         let t = Instant::now();
         let metrics = task.train_step(&ctx)?;
@@ -112,6 +152,7 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
     times.sort_by(f64::total_cmp);
     let median = percentile(&times, 0.5);
     let peak_mb = peak_rss_mb()?;
+    let Reference { issue, target_ms, target_mb, jasmine_ms, jasmine_mb } = *reference;
     println!(
         "ms/step: median {median:.1}, p10 {:.1}, p90 {:.1} (over {} steps)",
         percentile(&times, 0.1),
@@ -120,39 +161,53 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
     );
     println!("peak RSS: {peak_mb:.0} MB (VmHWM)");
     println!(
-        "vs target ({TARGET_MS:.0} ms, {TARGET_MB:.0} MB): time ×{:.2}, memory ×{:.2} (≤ 1 meets it)",
-        median / TARGET_MS,
-        peak_mb / TARGET_MB
+        "vs target ({target_ms:.0} ms, {target_mb:.0} MB, issue {issue}): time ×{:.2}, memory ×{:.2} \
+         (≤ 1 meets it)",
+        median / target_ms,
+        peak_mb / target_mb
     );
     println!(
-        "vs Jasmine ({JASMINE_MS:.0} ms, {:.1} GB): time ×{:.2}, memory ×{:.2} (< 1 is better)",
-        JASMINE_MB / 1000.0,
-        median / JASMINE_MS,
-        peak_mb / JASMINE_MB
+        "vs Jasmine ({jasmine_ms:.0} ms, {:.1} GB): time ×{:.2}, memory ×{:.2} (< 1 is better)",
+        jasmine_mb / 1000.0,
+        median / jasmine_ms,
+        peak_mb / jasmine_mb
     );
     Ok(())
 }
 
-/// A small breakout dataset (train split only) of the config's frame size in `dir`.
-pub(crate) fn generate_data(cfg: &TokenizerRunConfig, dir: &std::path::Path) -> anyhow::Result<()> {
+/// A small breakout dataset (train split only) of the tokenizer config's frame size in `dir`.
+#[cfg(feature = "mpi")]
+pub(crate) fn generate_data(
+    cfg: &jinn_world::TokenizerRunConfig,
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
     let m = &cfg.model;
-    if m.channels != 3 {
+    generate_clips(
+        FrameShape { height: m.height, width: m.width, channels: m.channels },
+        cfg.data.seq_len,
+        dir,
+    )
+}
+
+/// A small breakout dataset (train split only) of `frame`-sized frames, with episodes long
+/// enough for `seq_len`-frame clips, in `dir`.
+fn generate_clips(frame: FrameShape, seq_len: usize, dir: &std::path::Path) -> anyhow::Result<()> {
+    if frame.channels != 3 {
         bail!(
             "model.channels is {}; the generated benchmark data is RGB (3 channels) — pass --data \
              with a dataset of {} channels",
-            m.channels,
-            m.channels
+            frame.channels,
+            frame.channels
         );
     }
-    let seq = cfg.data.seq_len;
     let gen = GenerateConfig {
         episodes: 8,
         val_fraction: 0.0,
         test_fraction: 0.0,
-        frame_shape: FrameShape::rgb(m.height, m.width),
-        min_episode_len: seq.max(16),
-        max_episode_len: seq.max(16) * 4,
-        chunk_len: seq.max(16),
+        frame_shape: FrameShape::rgb(frame.height, frame.width),
+        min_episode_len: seq_len.max(16),
+        max_episode_len: seq_len.max(16) * 4,
+        chunk_len: seq_len.max(16),
         threads: 1,
         ..Default::default()
     };

@@ -5,6 +5,7 @@
 use super::report::{check_fresh_out, print_summary};
 use super::run_args::RunArgs;
 use anyhow::{bail, Context};
+use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::rng::derive_seed;
 use jinn_train::train_loop::{run as run_loop, TrainTask};
@@ -12,7 +13,7 @@ use jinn_world::{
     assemble_diffusion_genie, assemble_genie, ActionSource, DiffusionTask, DynamicsKind, DynamicsRunConfig,
     DynamicsTask, GenieRunConfig,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Arguments of `jinn train dynamics`.
@@ -60,10 +61,11 @@ pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
         _ => ActionSource::CoTrain(cfg.lam.clone()),
     };
     let device = r.device.device().autodiff();
-    let seed = derive_seed(cfg.train.seed, "init", 0);
-    let assembling = || format!("assembling the world model from tokenizer run {}", a.tokenizer.display());
-    let setup = || format!("setting up dynamics training on {}", r.data.display());
     if cfg.model.kind == DynamicsKind::Diffusion {
+        let seed = derive_seed(cfg.train.seed, "init", 0);
+        let assembling =
+            || format!("assembling the world model from tokenizer run {}", a.tokenizer.display());
+        let setup = || format!("setting up dynamics training on {}", r.data.display());
         let mut genie_cfg = None;
         let genie = jinn_nn::init::seeded_init(&device, seed, || {
             let (genie, assembled) = assemble_diffusion_genie(&a.tokenizer, source, &cfg.model, &device)?;
@@ -76,17 +78,33 @@ pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
         let task = DiffusionTask::new(&run_cfg, &r.data, genie).with_context(setup)?;
         return train(task, &run_cfg, r);
     }
+    let (task, run_cfg) = token_dynamics_task(&cfg, &a.tokenizer, source, &r.data, &device)?;
+    train(task, &run_cfg, r)
+}
+
+/// The MaskGIT or causal dynamics task of `jinn train dynamics`: a Genie assembled from the
+/// `tokenizer` run and the action `source` (fresh parts drawn from `cfg.train.seed`), set up to
+/// train on `data`'s splits. Also returns the resolved config its checkpoints store.
+pub(crate) fn token_dynamics_task(
+    cfg: &DynamicsRunConfig,
+    tokenizer: &Path,
+    source: ActionSource<'_>,
+    data: &Path,
+    device: &Device,
+) -> anyhow::Result<(DynamicsTask, GenieRunConfig)> {
+    let seed = derive_seed(cfg.train.seed, "init", 0);
     let mut genie_cfg = None;
-    let genie = jinn_nn::init::seeded_init(&device, seed, || {
-        let (genie, assembled) = assemble_genie(&a.tokenizer, source, &cfg.model, &device)?;
+    let genie = jinn_nn::init::seeded_init(device, seed, || {
+        let (genie, assembled) = assemble_genie(tokenizer, source, &cfg.model, device)?;
         genie_cfg = Some(assembled);
         Ok::<_, jinn_train::TrainError>(genie)
     })
-    .with_context(assembling)?;
+    .with_context(|| format!("assembling the world model from tokenizer run {}", tokenizer.display()))?;
     let genie_cfg = genie_cfg.expect("set by a successful assembly");
     let run_cfg = GenieRunConfig { model: genie_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
-    let task = DynamicsTask::new(&run_cfg, &r.data, genie).with_context(setup)?;
-    train(task, &run_cfg, r)
+    let task = DynamicsTask::new(&run_cfg, data, genie)
+        .with_context(|| format!("setting up dynamics training on {}", data.display()))?;
+    Ok((task, run_cfg))
 }
 
 /// Run the loop on `task`, then print the summary.

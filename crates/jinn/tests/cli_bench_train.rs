@@ -1,0 +1,112 @@
+//! `jinn bench train --task lam|dynamics` at tiny sizes: the figures are printed, parse, and
+//! agree with each other (percentiles ordered, ratios = figure / reference); a bad `--task` is a
+//! clear clap error.
+
+use std::process::{Command, Output};
+
+fn jinn(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jinn")).args(args).env("RUST_BACKTRACE", "0").output().expect("run jinn")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// The numbers in the output line that starts with `prefix`: the words that are a number once
+/// punctuation and `×` are trimmed (`×1.25,` and `(117` alike; not `p10`).
+fn numbers(out: &str, prefix: &str) -> Vec<f64> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{out}"));
+    line[prefix.len()..]
+        .split_whitespace()
+        .map(|w| w.trim_start_matches(['(', '×']).trim_end_matches([',', ')', ':']))
+        .filter(|w| {
+            w.starts_with(|c: char| c.is_ascii_digit()) && w.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+        .map(|w| w.parse::<f64>().unwrap_or_else(|e| panic!("`{w}` in `{line}`: {e}")))
+        .collect()
+}
+
+/// The ratio printed as `{label} ×R` in the line that starts with `prefix`.
+fn ratio(out: &str, prefix: &str, label: &str) -> f64 {
+    let line = out.lines().find(|l| l.starts_with(prefix)).unwrap();
+    let rest =
+        line.split(&format!("{label} ×")).nth(1).unwrap_or_else(|| panic!("no `{label} ×` in `{line}`"));
+    let number = rest.split([',', ' ']).next().unwrap();
+    number.parse().unwrap_or_else(|e| panic!("`{number}` in `{line}`: {e}"))
+}
+
+/// Run one tiny benchmark with `sets` overrides and check its figures against the (ms, MB) of
+/// the `target` and of `jasmine`.
+fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64)) {
+    let mut args = vec!["bench", "train", "--task", task, "--steps", "2", "--warmup", "0"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = jinn(&args);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.lines().next().is_some_and(|l| l.contains("batch 1 × 2 frames")), "{out}");
+
+    let t = numbers(&out, "ms/step:");
+    let (median, p10, p90) = (t[0], t[1], t[2]);
+    assert_eq!(t[3], 2.0, "timed steps: {out}");
+    assert!(0.0 < p10 && p10 <= median && median <= p90, "{out}");
+    let peak = numbers(&out, "peak RSS:")[0];
+    assert!(peak > 1.0, "{out}");
+
+    // `vs target (117 ms, 480 MB, issue 4): time ×a, memory ×b`; the printed figures are rounded.
+    for (prefix, (ms, mb)) in [("vs target", target), ("vs Jasmine", jasmine)] {
+        let v = numbers(&out, prefix);
+        let (time, memory) = (ratio(&out, prefix, "time"), ratio(&out, prefix, "memory"));
+        assert!((v[0] - ms).abs() <= 0.5, "{prefix} ms: {out}");
+        // Ratios are printed to 0.01, the median to 0.1 ms and the peak to 1 MB.
+        assert!((time - median / ms).abs() <= 0.008, "{prefix} time ratio: {out}");
+        assert!((memory - peak / mb).abs() <= 0.008, "{prefix} memory ratio: {out}");
+    }
+}
+
+#[test]
+fn lam_bench_prints_consistent_figures() {
+    #[rustfmt::skip]
+    let sets = [
+        "model.height=16", "model.width=16", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
+        "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "model.latent_dim=8",
+        "train.batch_size=1", "data.seq_len=2",
+    ];
+    check_bench("lam", &sets, (350.0 / 3.0, 480.0), (350.0, 1200.0));
+}
+
+#[test]
+fn dynamics_bench_prints_consistent_figures() {
+    let mut sets = Vec::new();
+    for part in ["tokenizer", "lam"] {
+        #[rustfmt::skip]
+        let dims = [
+            ("height", "16"), ("width", "16"), ("patch", "8"), ("model_dim", "16"), ("ffn_dim", "32"),
+            ("num_heads", "2"), ("encoder_blocks", "1"), ("decoder_blocks", "1"), ("latent_dim", "8"),
+        ];
+        sets.extend(dims.map(|(k, v)| format!("{part}.{k}={v}")));
+    }
+    sets.extend(
+        ["tokenizer.num_codes=16", "model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2"]
+            .map(String::from),
+    );
+    sets.extend(
+        ["model.num_blocks=1", "model.action_dim=8", "train.batch_size=1", "data.seq_len=2"]
+            .map(String::from),
+    );
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    check_bench("dynamics", &sets, (440.0 / 3.0, 480.0), (440.0, 1200.0));
+}
+
+#[test]
+fn unknown_task_is_a_clap_error() {
+    let o = jinn(&["bench", "train", "--task", "vae"]);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("invalid value 'vae' for '--task"), "{out}");
+    assert!(out.contains("tokenizer") && out.contains("lam") && out.contains("dynamics"), "{out}");
+}
