@@ -10,7 +10,7 @@ use crate::config::TrainConfig;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::Linear;
 use burn::optim::{AdamWConfig, GradientsParams};
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::tensor::{Device, Tensor};
 use jinn_nn::reversible::{
     AdditiveFfnBlock, AffineFfnBlock, Block, FfnCouplingConfig, ReversibleBlock, ReversibleCausalConfig,
 };
@@ -30,17 +30,20 @@ const LOG_SCALE_BOUND: f64 = 0.5;
 
 impl Net {
     fn new(device: &Device) -> Net {
-        device.seed(42);
         let cfg = FfnCouplingConfig::new(WIDTH, 12).with_bound(LOG_SCALE_BOUND);
-        let mut net = Net {
-            stem: jinn_nn::init::linear(WIDTH, WIDTH, device),
-            additive: cfg.init_additive(1, device).unwrap(),
-            affine: cfg.init_affine(1, device).unwrap(),
-            head: jinn_nn::init::linear(WIDTH, WIDTH, device),
-        };
-        // Draw the lazily initialised weights now, so clones share values.
-        net = net.map(&mut Materialise);
-        net
+        // Seeded and drawn under the process-wide init lock: tests run in parallel threads and
+        // share the backend's generator.
+        let net = jinn_nn::init::seeded_init(device, 42, || {
+            Ok::<_, jinn_nn::NnError>(Net {
+                stem: jinn_nn::init::linear(WIDTH, WIDTH, device),
+                additive: cfg.init_additive(1, device)?,
+                affine: cfg.init_affine(1, device)?,
+                head: jinn_nn::init::linear(WIDTH, WIDTH, device),
+            })
+        })
+        .unwrap();
+        // Fix the lazily initialised weights now, so clones share values.
+        net.map(&mut Materialise)
     }
 
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
@@ -60,11 +63,24 @@ impl burn::module::ModuleMapper for Materialise {
     }
 }
 
+/// `[rows, WIDTH]` of N(0, σ²) values drawn on the host from `seed` (Box–Muller), not from the
+/// backend's generator, which tests running in parallel threads share and reseed.
+fn host_normal(rows: usize, sigma: f64, seed: u64, device: &Device) -> Tensor<2> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let values: Vec<f32> = (0..rows * WIDTH)
+        .map(|_| {
+            let (u, v) = (1.0 - rng.random::<f64>(), rng.random::<f64>()); // u in (0, 1]
+            (sigma * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+        })
+        .collect();
+    Tensor::from_data(burn::tensor::TensorData::new(values, [rows, WIDTH]), device)
+}
+
 /// Gradients of a fixed regression loss; `k` varies the batch per step.
 fn grads(model: &Net, device: &Device, k: u64) -> GradientsParams {
-    device.seed(100 + k);
-    let x = Tensor::<2>::random([6, WIDTH], Distribution::Normal(0.0, 1.0), device);
-    let target = Tensor::<2>::random([6, WIDTH], Distribution::Normal(0.0, 1.0), device);
+    let x = host_normal(6, 1.0, 200 + 2 * k, device);
+    let target = host_normal(6, 1.0, 201 + 2 * k, device);
     let loss = (model.forward(x) - target).square().mean();
     GradientsParams::from_grads(loss.backward(), model)
 }
@@ -299,9 +315,7 @@ fn affine_log_scale_bound_and_inverse_survive_spectral_control() {
         model = optim.step(1.0, model.clone(), grads(&model, &device, step));
     }
     let block = model.affine[0].valid();
-    device.seed(7);
-    let x =
-        Tensor::<2>::random([16, WIDTH], Distribution::Normal(0.0, 3.0), &device.clone().without_autodiff());
+    let x = host_normal(16, 3.0, 7, &device.clone().without_autodiff());
     let (y, log_det) = block.forward_with_log_det(x.clone());
     let half = (WIDTH / 2) as f64;
     let max_log_det: f64 = log_det.abs().max().into_scalar();
