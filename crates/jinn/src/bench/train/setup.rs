@@ -48,24 +48,7 @@ pub(super) fn tokenizer(
     let data = data_dir(a, tmp, frame(m.height, m.width, m.channels), cfg.data.seq_len)?;
     let task = TokenizerTask::from_config(&cfg, &data, device)
         .with_context(|| format!("setting up tokenizer training on {}", data.display()))?;
-    println!(
-        "tokenizer {}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {} codes; \
-         batch {} × {} frames; {} warm-up + {} timed steps",
-        m.height,
-        m.width,
-        m.channels,
-        m.patch,
-        m.model_dim,
-        m.ffn_dim,
-        m.num_heads,
-        m.encoder_blocks,
-        m.decoder_blocks,
-        m.num_codes,
-        cfg.train.batch_size,
-        cfg.data.seq_len,
-        a.warmup,
-        a.steps
-    );
+    println!("tokenizer {}; {}", describe_tokenizer(m), describe_run(&cfg.train, cfg.data.seq_len, a));
     Ok((task, cfg.train))
 }
 
@@ -77,14 +60,7 @@ pub(super) fn lam(a: &TrainBenchArgs, tmp: &Path, device: Device) -> anyhow::Res
     let data = data_dir(a, tmp, frame(m.height, m.width, m.channels), cfg.data.seq_len)?;
     let task = LamTask::from_config(&cfg, &data, device)
         .with_context(|| format!("setting up LAM training on {}", data.display()))?;
-    println!(
-        "LAM {}; batch {} × {} frames; {} warm-up + {} timed steps",
-        describe_lam(m),
-        cfg.train.batch_size,
-        cfg.data.seq_len,
-        a.warmup,
-        a.steps
-    );
+    println!("LAM {}; {}", describe_lam(m), describe_run(&cfg.train, cfg.data.seq_len, a));
     Ok((task, cfg.train))
 }
 
@@ -132,28 +108,17 @@ pub(super) fn dynamics(
         token_dynamics_task(&run_cfg, &tokenizer_run, ActionSource::LamRun(&lam_run), &data, &device)?;
     let (m, t) = (&run_cfg.model, &cfg.tokenizer);
     println!(
-        "{:?} dynamics width {}, FFN {}, {} heads, {} blocks, action dim {}; on tokenizer {}×{}×{}, \
-         patch {}, width {}, {}+{} blocks, {} codes (frozen) and LAM {} (frozen); batch {} × {} frames; \
-         {} warm-up + {} timed steps",
+        "{:?} dynamics width {}, FFN {}, {} heads, {} blocks, action dim {}; on tokenizer {} (frozen) \
+         and LAM {} (frozen); {}",
         m.kind,
         m.model_dim,
         m.ffn_dim,
         m.num_heads,
         m.num_blocks,
         m.action_dim,
-        t.height,
-        t.width,
-        t.channels,
-        t.patch,
-        t.model_dim,
-        t.encoder_blocks,
-        t.decoder_blocks,
-        t.num_codes,
+        describe_tokenizer(t),
         describe_lam(&run_cfg.lam),
-        run_cfg.train.batch_size,
-        run_cfg.data.seq_len,
-        a.warmup,
-        a.steps
+        describe_run(&run_cfg.train, run_cfg.data.seq_len, a)
     );
     Ok((task, run_cfg.train))
 }
@@ -194,6 +159,28 @@ fn data_dir(a: &TrainBenchArgs, tmp: &Path, frame: FrameShape, seq_len: usize) -
 /// A frame shape from a model config's fields.
 fn frame(height: usize, width: usize, channels: usize) -> FrameShape {
     FrameShape { height, width, channels }
+}
+
+/// One line describing a tokenizer architecture.
+fn describe_tokenizer(m: &TokenizerConfig) -> String {
+    format!(
+        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {} codes",
+        m.height,
+        m.width,
+        m.channels,
+        m.patch,
+        m.model_dim,
+        m.ffn_dim,
+        m.num_heads,
+        m.encoder_blocks,
+        m.decoder_blocks,
+        m.num_codes
+    )
+}
+
+/// The batch and step counts of a benchmark run.
+fn describe_run(train: &TrainConfig, seq_len: usize, a: &TrainBenchArgs) -> String {
+    format!("batch {} × {seq_len} frames; {} warm-up + {} timed steps", train.batch_size, a.warmup, a.steps)
 }
 
 /// One line describing a LAM architecture.
