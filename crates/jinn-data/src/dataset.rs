@@ -55,8 +55,9 @@ impl Dataset {
     /// `metadata.json` (needed for datasets whose metadata lacks it, such as Jasmine's).
     pub fn open(path: &Path, min_len: usize, shape: Option<FrameShape>) -> Result<Self> {
         let (root, paths) = list_record_files(path)?;
-        let metadata = match DatasetMetadata::find(&root) {
-            Some(p) => Some(DatasetMetadata::load(&p)?),
+        let metadata_path = DatasetMetadata::find(&root);
+        let metadata = match &metadata_path {
+            Some(p) => Some(DatasetMetadata::load(p)?),
             None => None,
         };
         let shape = shape.or_else(|| metadata.as_ref().and_then(|m| m.frame_shape())).ok_or_else(|| {
@@ -73,7 +74,8 @@ impl Dataset {
             return Err(DataError::invalid("--frame-shape", format!("{shape:?} has a zero dimension")));
         }
         let files = paths.iter().map(|p| ArrayRecordReader::open(p)).collect::<Result<Vec<_>>>()?;
-        let lens = record_lengths(&root, &files, metadata.as_ref(), shape)?;
+        let listed = metadata.as_ref().zip(metadata_path.as_deref().and_then(Path::parent));
+        let lens = record_lengths(&root, &files, listed, shape)?;
         let total_records = lens.iter().map(Vec::len).sum();
         let records = lens
             .iter()
@@ -253,11 +255,12 @@ struct CachedFile {
     seq_lens: Vec<usize>,
 }
 
-/// Frames of every record of every file: from metadata, the cache, or a parallel scan.
+/// Frames of every record of every file: from metadata (with the directory it lies in), the
+/// cache, or a parallel scan.
 fn record_lengths(
     root: &Path,
     files: &[ArrayRecordReader],
-    metadata: Option<&DatasetMetadata>,
+    metadata: Option<(&DatasetMetadata, &Path)>,
     shape: FrameShape,
 ) -> Result<Vec<Vec<usize>>> {
     let cache_path = root.join(INDEX_CACHE_FILE);
@@ -269,7 +272,8 @@ fn record_lengths(
     for (i, reader) in files.iter().enumerate() {
         let name = file_name(reader.path());
         let size = std::fs::metadata(reader.path()).map_err(|e| DataError::io(reader.path(), e))?.len();
-        let known = lens_from_metadata(metadata, &name, reader.len())
+        let known = metadata
+            .and_then(|(m, dir)| lens_from_metadata(m, dir, reader.path(), reader.len()))
             .or_else(|| {
                 cache.files.iter().find(|c| c.name == name && c.size == size).map(|c| c.seq_lens.clone())
             })
@@ -302,12 +306,20 @@ fn record_lengths(
     Ok(lens)
 }
 
-fn lens_from_metadata(metadata: Option<&DatasetMetadata>, name: &str, count: u64) -> Option<Vec<usize>> {
-    metadata?
+/// The record lengths `metadata` (found in `dir`) lists for the file at `path`, matched by its
+/// path relative to `dir` (`val/data_0000.array_record`: every split has a `data_0000`) and
+/// its record count.
+fn lens_from_metadata(metadata: &DatasetMetadata, dir: &Path, path: &Path, count: u64) -> Option<Vec<usize>> {
+    let relative = path.strip_prefix(dir).ok()?;
+    let relative: Vec<String> =
+        relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    metadata
         .splits
         .values()
         .flat_map(|s| &s.files)
-        .find(|f| f.path.rsplit('/').next() == Some(name) && f.seq_lens.len() as u64 == count)
+        .find(|f| {
+            f.path.split('/').eq(relative.iter().map(String::as_str)) && f.seq_lens.len() as u64 == count
+        })
         .map(|f| f.seq_lens.clone())
 }
 

@@ -152,3 +152,31 @@ fn mismatched_position_and_impossible_seq_len_are_clear_errors() {
     let err = Dataset::open(&dir.path().join("nothing"), 5, None).err().unwrap().to_string();
     assert!(err.contains("nothing"), "{err}");
 }
+
+/// Every split names its first file `data_0000.array_record`; with equal record counts the
+/// lengths must still come from the split's own entry in `metadata.json`, not another split's.
+#[test]
+fn record_lengths_come_from_the_splits_own_metadata_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut meta = DatasetMetadata::new("test", Some(8), SHAPE);
+    for (split, lens) in [("test", [9usize, 4]), ("val", [5, 8])] {
+        let mut w = SplitWriter::create(dir.path(), split, 3, WriterOptions::default()).unwrap();
+        for &len in &lens {
+            let frames = vec![7u8; len * SHAPE.frame_bytes()];
+            w.write_episode(&frames, SHAPE, None, 100, None).unwrap();
+        }
+        meta.set_split(split, w.finish().unwrap());
+    }
+    meta.save(dir.path()).unwrap();
+    for (split, want) in [("test", [9u32, 4]), ("val", [5, 8])] {
+        let ds = Dataset::open(&dir.path().join(split), 1, None).unwrap();
+        let got: Vec<u32> = ds.records().iter().map(|r| r.len).collect();
+        assert_eq!(got, want, "{split}");
+        for r in ds.records() {
+            assert_eq!(
+                ds.read_record(r.file as usize, r.record as u64).unwrap().sequence_length,
+                r.len as usize
+            );
+        }
+    }
+}
