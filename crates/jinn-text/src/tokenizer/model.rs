@@ -58,7 +58,8 @@ impl Default for TrainConfig {
 }
 
 /// A trained MGT tokenizer. Ids: specials `0..S` (`<pad>`, `<bos>`, `<eos>`, anchors), bytes
-/// `S..S+256`, then merges in rank order.
+/// `S..S+256`, then the vocabulary merges in rank order up to `vocab_size`; scaffolding merges
+/// (removed from the vocabulary, never produced by encoding) are numbered after that.
 #[derive(Clone, Debug)]
 pub struct Tokenizer {
     specials: Vec<String>,
