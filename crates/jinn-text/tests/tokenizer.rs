@@ -1,7 +1,7 @@
 //! MGT tokenizer: exact round trips, morph-boundary confinement, determinism, bad input,
 //! segmentation sanity.
 
-use jinn_text::tokenizer::{AffixSet, MorphConfig, Tokenizer, TokenizerError, TrainConfig};
+use jinn_text::tokenizer::{AffixSet, Encoding, MorphConfig, Tokenizer, TokenizerError, TrainConfig};
 use proptest::prelude::*;
 use std::collections::HashSet;
 use std::path::Path;
@@ -34,6 +34,15 @@ fn config(vocab: usize) -> TrainConfig {
 fn trained() -> &'static Tokenizer {
     static TOK: OnceLock<Tokenizer> = OnceLock::new();
     TOK.get_or_init(|| Tokenizer::train(&[sample()], &config(900)).unwrap())
+}
+
+/// As [`trained`] with the version 2 defaults: every merge a token, plain fewest-tokens encoding.
+fn unpruned() -> &'static Tokenizer {
+    static TOK: OnceLock<Tokenizer> = OnceLock::new();
+    TOK.get_or_init(|| {
+        let cfg = TrainConfig { merges_per_slot: 1.0, encoding: Encoding::FewestTokens, ..config(900) };
+        Tokenizer::train(&[sample()], &cfg).unwrap()
+    })
 }
 
 /// Byte offsets where the tokens of `ids` end.
@@ -173,8 +182,8 @@ fn load_err(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 fn invalid_files_give_clear_errors() {
     let err = Tokenizer::from_json("{not json", Path::new("tok.json")).unwrap_err().to_string();
     assert!(err.contains("tok.json") && err.contains("not a valid MGT tokenizer JSON"), "{err}");
-    let err = load_err(|v| v["version"] = 3.into());
-    assert!(err.contains("`version`") && err.contains("unsupported version 3"), "{err}");
+    let err = load_err(|v| v["version"] = 4.into());
+    assert!(err.contains("`version`") && err.contains("unsupported version 4"), "{err}");
     let err = load_err(|v| {
         v["encoding"].take();
         v.as_object_mut().unwrap().remove("encoding");
@@ -280,11 +289,11 @@ fn as_version_1(tok: &Tokenizer, unknown_char_cost: f64) -> String {
 
 #[test]
 fn version_1_files_load_and_keep_their_behaviour() {
-    let tok = trained();
+    let tok = unpruned();
     let v1 = Tokenizer::from_json(&as_version_1(tok, 3.9), Path::new("old.json")).unwrap();
     assert_eq!(v1.encoding(), jinn_text::tokenizer::format::Encoding::Merges);
     // Version 1 encodes by merges in rank order, as the bpe module's MergeTable does.
-    let table = jinn_text::tokenizer::bpe::MergeTable::new(v1.merges(), v1.byte_offset() + 256);
+    let table = jinn_text::tokenizer::bpe::MergeTable::new(v1.merges());
     for word in ["Hamlet", "  unkindness!", "日本"] {
         let ids = v1.encode(word);
         assert_eq!(v1.decode(&ids).unwrap(), word);
@@ -301,13 +310,13 @@ fn version_1_files_load_and_keep_their_behaviour() {
     let resaved = Tokenizer::from_json(&v1.to_json(), Path::new("new.json")).unwrap();
     assert_eq!(resaved.encode(sample()), v1.encode(sample()));
     let v: serde_json::Value = serde_json::from_str(&v1.to_json()).unwrap();
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], 3);
     assert_eq!(v["morphs"]["unknown_char_cost"], 3.9);
 }
 
 #[test]
 fn fewest_tokens_never_uses_more_tokens_than_merges() {
-    let tok = trained();
+    let tok = unpruned();
     let v1 = Tokenizer::from_json(&as_version_1(tok, 3.9), Path::new("old.json")).unwrap();
     // Same vocabulary, same units; only the encoding differs.
     let (mut fewer, mut units) = (0, 0);
@@ -362,4 +371,80 @@ fn held_out_words_split_at_their_affixes() {
     assert_eq!(tok.segment("harness"), ["harness"]);
     // Tokens stay inside the morphs of a new word.
     assert_tokens_respect_units(&tok, " unkindness misgovernment");
+}
+
+#[test]
+fn intermediate_tokens_become_scaffolding_and_everything_still_round_trips() {
+    let (tok, plain) = (trained(), unpruned());
+    // Same budget, but some BPE merges were dropped from the vocabulary and their ids reused.
+    assert_eq!((tok.vocab_size(), plain.vocab_size()), (900, 900));
+    assert!(tok.scaffold_len() > 0 && plain.scaffold_len() == 0);
+    let vocab: HashSet<&[u8]> = (0..900).map(|id| tok.token_bytes(id).unwrap()).collect();
+    assert!(tok.token_bytes(900).is_none(), "scaffolding ids are outside the vocabulary");
+    // Removal keeps the tokens that encoding uses: fewer tokens for the training text.
+    let (n, n_plain) = (tok.encode(sample()).len(), plain.encode(sample()).len());
+    assert!(n < n_plain, "{n} tokens with removal vs {n_plain} without");
+    // Scaffolding is never emitted, by either encoding, and every morph still round-trips.
+    let merges = tok.clone().with_encoding(Encoding::Merges);
+    for t in [tok, &merges] {
+        let ids = t.encode(sample());
+        assert!(ids.iter().all(|&id| (id as usize) < t.vocab_size()));
+        assert_eq!(t.decode(&ids).unwrap(), sample());
+        assert_tokens_respect_units(t, sample());
+    }
+    // Every scaffolding token's bytes lie inside some vocabulary-spelled unit; the file keeps
+    // them as merges with ids from vocab_size on, and loads back to the same encoder.
+    let scaffold: Vec<_> = tok.merges().iter().filter(|m| m.id >= 900).collect();
+    assert_eq!(scaffold.len(), tok.scaffold_len());
+    assert!(scaffold.iter().enumerate().all(|(k, m)| m.id == 900 + k as u32));
+    let kept: Vec<u32> = tok.merges().iter().map(|m| m.id).filter(|&id| id < 900).collect();
+    assert_eq!(kept, (tok.byte_offset() + 256..900).collect::<Vec<_>>());
+    let loaded = Tokenizer::from_json(&tok.to_json(), Path::new("t.json")).unwrap();
+    assert_eq!(loaded.encode(sample()), tok.encode(sample()));
+    assert_eq!(loaded.to_json(), tok.to_json());
+    // A scaffolding token is not a vocabulary token under another id.
+    let first = tok.byte_offset() as usize + 256;
+    let all = tok.clone().with_encoding(Encoding::Merges);
+    for m in &scaffold {
+        let (l, r) = m.pair;
+        let spelled: Vec<u8> = [l, r].iter().flat_map(|&p| bytes_of(&all, p, first)).collect();
+        assert!(!vocab.contains(spelled.as_slice()), "{:?}", String::from_utf8_lossy(&spelled));
+    }
+}
+
+/// The bytes of any id (scaffolding included), rebuilt from the merges.
+fn bytes_of(tok: &Tokenizer, id: u32, first_merge: usize) -> Vec<u8> {
+    if (id as usize) < first_merge {
+        return tok.token_bytes(id).unwrap().to_vec();
+    }
+    let m = tok.merges().iter().find(|m| m.id == id).unwrap();
+    let mut b = bytes_of(tok, m.pair.0, first_merge);
+    b.extend(bytes_of(tok, m.pair.1, first_merge));
+    b
+}
+
+#[test]
+fn version_2_files_load_and_encode_as_before() {
+    let plain = unpruned();
+    let mut v: serde_json::Value = serde_json::from_str(&plain.to_json()).unwrap();
+    v["version"] = 2.into();
+    let v2 = Tokenizer::from_json(&v.to_string(), Path::new("v2.json")).unwrap();
+    assert_eq!(v2.encoding(), Encoding::FewestTokens);
+    assert_eq!(v2.encode(sample()), plain.encode(sample()));
+    // Version 3 features in a version 2 file are errors naming the field.
+    let mut bad = v.clone();
+    bad["encoding"] = "fewest_tokens_space_cut".into();
+    let err = Tokenizer::from_json(&bad.to_string(), Path::new("v2.json")).unwrap_err().to_string();
+    assert!(err.contains("`encoding`") && err.contains("version 3"), "{err}");
+    let mut v: serde_json::Value = serde_json::from_str(&trained().to_json()).unwrap();
+    v["version"] = 2.into();
+    v["encoding"] = "fewest_tokens".into();
+    let err = Tokenizer::from_json(&v.to_string(), Path::new("v2.json")).unwrap_err().to_string();
+    assert!(err.contains("merges[") && err.contains("no scaffolding"), "{err}");
+    // In version 3, scaffolding ids must count up from vocab_size in rank order.
+    let mut v: serde_json::Value = serde_json::from_str(&trained().to_json()).unwrap();
+    let k = v["merges"].as_array().unwrap().iter().position(|m| m["id"].as_u64().unwrap() >= 900).unwrap();
+    v["merges"][k]["id"] = 5000.into();
+    let err = Tokenizer::from_json(&v.to_string(), Path::new("v3.json")).unwrap_err().to_string();
+    assert!(err.contains(&format!("merges[{k}].id")) && err.contains("expected 900"), "{err}");
 }

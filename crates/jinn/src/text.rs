@@ -134,6 +134,8 @@ fn train(a: TrainTokenizerArgs) -> anyhow::Result<()> {
         anchors: a.anchors,
         morph: (!a.plain).then(MorphConfig::default),
         affixes,
+        // --plain is classic BPE: every merge a vocabulary token.
+        merges_per_slot: if a.plain { 1.0 } else { TrainConfig::default().merges_per_slot },
         ..TrainConfig::default()
     };
     let start = std::time::Instant::now();
@@ -141,11 +143,13 @@ fn train(a: TrainTokenizerArgs) -> anyhow::Result<()> {
     tok.save(&a.out).with_context(|| format!("writing --out {}", a.out.display()))?;
     let bytes: usize = docs.iter().map(|d| d.len()).sum();
     println!(
-        "trained on {} files ({bytes} bytes) in {:.1} s: vocab {} ({} merges, {} morphs) → {}",
+        "trained on {} files ({bytes} bytes) in {:.1} s: vocab {} ({} BPE merges, {} of them \
+         scaffolding left out of the vocabulary; {} morphs) → {}",
         docs.len(),
         start.elapsed().as_secs_f64(),
         tok.vocab_size(),
         tok.merges().len(),
+        tok.scaffold_len(),
         tok.morph_lexicon().len(),
         a.out.display()
     );

@@ -31,6 +31,15 @@ fn merge_in(seq: &[u32], pair: Pair, new: u32) -> Vec<u32> {
 /// Learn up to `max_merges` merges over weighted units; merge `k` creates id `first_id + k`.
 /// Stops early when no pair occurs any more.
 pub fn train_merges(units: Vec<(Vec<u32>, u64)>, first_id: u32, max_merges: usize) -> Vec<Pair> {
+    train_counted_merges(units, first_id, max_merges).into_iter().map(|(p, _)| p).collect()
+}
+
+/// [`train_merges`] with the weighted count each merge had when it was made.
+pub fn train_counted_merges(
+    units: Vec<(Vec<u32>, u64)>,
+    first_id: u32,
+    max_merges: usize,
+) -> Vec<(Pair, u64)> {
     let (mut seqs, weights): (Vec<Vec<u32>>, Vec<u64>) = units.into_iter().unzip();
     let mut counts: HashMap<Pair, u64> = HashMap::new();
     let mut where_: HashMap<Pair, Vec<usize>> = HashMap::new();
@@ -41,14 +50,14 @@ pub fn train_merges(units: Vec<(Vec<u32>, u64)>, first_id: u32, max_merges: usiz
         }
     }
     let mut heap: BinaryHeap<(u64, Reverse<Pair>)> = counts.iter().map(|(&p, &c)| (c, Reverse(p))).collect();
-    let mut merges = Vec::new();
+    let mut merges: Vec<(Pair, u64)> = Vec::new();
     while merges.len() < max_merges {
         let Some((count, Reverse(pair))) = heap.pop() else { break };
         if counts.get(&pair).copied().unwrap_or(0) != count || count == 0 {
             continue; // stale heap entry
         }
         let new = first_id + merges.len() as u32;
-        merges.push(pair);
+        merges.push((pair, count));
         let mut users = where_.remove(&pair).unwrap_or_default();
         users.sort_unstable();
         users.dedup();
@@ -85,6 +94,72 @@ pub fn train_merges(units: Vec<(Vec<u32>, u64)>, first_id: u32, max_merges: usiz
     merges
 }
 
+/// Intermediate-token removal (in the spirit of PickyBPE, Chizhov et al. 2024, with the
+/// unigram-LM tokenizer's pruning by use): which of the `merges` (made by BPE over `units`,
+/// merge `k` creating id `first_id + k`, bytes `b` being ids `first_id − 256 + b`) become the at
+/// most `budget` vocabulary tokens.
+///
+/// BPE leaves scaffolding in its vocabulary: tokens that helped build longer ones but that later
+/// merges almost always consume, so they are rarely used when units are encoded. Here all
+/// `merges` are candidates; the training units are encoded by [`FewestTokens`] over the
+/// candidates still kept, each token's uses are counted (weighted like the units), and the
+/// least-used quarter of the excess over `budget` is dropped (ties: the later merge first), until
+/// `budget` remain. Returns a keep flag per merge. Bytes are always tokens, so every unit stays
+/// encodable; the result is deterministic. With `merges.len() ≤ budget` every merge is kept.
+/// `space_cut`: count uses under [`FewestTokens::with_space_cut`], the encoding to be used.
+pub fn select_tokens(
+    units: &[(Vec<u8>, u64)],
+    merges: &[Pair],
+    first_id: u32,
+    budget: usize,
+    space_cut: bool,
+) -> Vec<bool> {
+    let byte0 = first_id - 256;
+    let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for &(l, r) in merges {
+        let mut t = bytes[(l - byte0) as usize].clone();
+        t.extend_from_slice(&bytes[(r - byte0) as usize]);
+        bytes.push(t);
+    }
+    let mut keep = vec![true; merges.len()];
+    let mut kept: Vec<usize> = (0..merges.len()).collect();
+    let mut out = Vec::new();
+    while kept.len() > budget {
+        // Local ids: bytes 0..256, then the kept merges in rank order.
+        let tokens: Vec<Vec<u8>> =
+            bytes[..256].iter().cloned().chain(kept.iter().map(|&k| bytes[256 + k].clone())).collect();
+        let mut enc = FewestTokens::new(&tokens, 0);
+        if space_cut {
+            enc = enc.with_space_cut();
+        }
+        let mut uses = vec![0u64; merges.len()];
+        for (unit, w) in units {
+            out.clear();
+            enc.encode(unit, &mut out);
+            for &id in out.iter().filter(|&&id| id >= 256) {
+                uses[kept[id as usize - 256]] += w;
+            }
+        }
+        let drop = (kept.len() - budget).div_ceil(4);
+        let mut order = kept.clone();
+        order.sort_by_key(|&k| (uses[k], std::cmp::Reverse(k)));
+        for &k in &order[..drop] {
+            keep[k] = false;
+        }
+        kept.retain(|&k| keep[k]);
+    }
+    keep
+}
+
+/// One merge of a trained tokenizer: the pair it joins and the id of the token it makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Merge {
+    /// The joined ids (left, right).
+    pub pair: Pair,
+    /// The new token's id.
+    pub id: u32,
+}
+
 /// Merges ready for encoding: pair → (rank, new id).
 #[derive(Clone, Debug, Default)]
 pub struct MergeTable {
@@ -92,9 +167,9 @@ pub struct MergeTable {
 }
 
 impl MergeTable {
-    /// Build from merges in rank order; merge `k` creates id `first_id + k`.
-    pub fn new(merges: &[Pair], first_id: u32) -> MergeTable {
-        let ranks = merges.iter().enumerate().map(|(k, &p)| (p, (k as u32, first_id + k as u32))).collect();
+    /// Build from merges in rank order.
+    pub fn new(merges: &[Merge]) -> MergeTable {
+        let ranks = merges.iter().enumerate().map(|(k, m)| (m.pair, (k as u32, m.id))).collect();
         MergeTable { ranks }
     }
 
@@ -119,6 +194,8 @@ impl MergeTable {
 pub struct FewestTokens {
     /// Node 0 is the root; each node's children are sorted by byte.
     nodes: Vec<TrieNode>,
+    /// Prefer, among spellings with the fewest tokens, one cut right after a leading space.
+    space_cut: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -146,21 +223,35 @@ impl FewestTokens {
             }
             nodes[at].id = Some(first_id + k as u32);
         }
-        FewestTokens { nodes }
+        FewestTokens { nodes, space_cut: false }
+    }
+
+    /// The same search, but among spellings with the fewest tokens one with a cut right after
+    /// the unit's leading space (a unit that starts with `' '` then a byte that is not ASCII
+    /// whitespace: a word's first morph) wins before the id sum decides, so a word spelled as
+    /// `" "` + one whole-morph token beats `" bo" + "ard"`.
+    pub fn with_space_cut(mut self) -> FewestTokens {
+        self.space_cut = true;
+        self
     }
 
     /// Append the ids of the fewest tokens spelling `unit` to `out` (every byte must be a token).
     pub fn encode(&self, unit: &[u8], out: &mut Vec<u32>) {
         let n = unit.len();
-        // best[j]: (tokens, id sum) of the cheapest spelling of unit[..j]; back[j]: (start, id).
-        let mut best = vec![(u32::MAX, u64::MAX); n + 1];
+        // Where a cut is free of the "no space cut" penalty (0: none).
+        let free_cut =
+            usize::from(self.space_cut && n > 1 && unit[0] == b' ' && !unit[1].is_ascii_whitespace());
+        // best[j]: (tokens, cuts other than the free one, id sum) of the cheapest spelling of
+        // unit[..j]; back[j]: (start, id).
+        let mut best = vec![(u32::MAX, u32::MAX, u64::MAX); n + 1];
         let mut back = vec![(0usize, 0u32); n + 1];
-        best[0] = (0, 0);
+        best[0] = (0, 0, 0);
         for i in 0..n {
-            let (count, sum) = best[i];
+            let (count, cuts, sum) = best[i];
             if count == u32::MAX {
                 continue;
             }
+            let cuts = cuts + u32::from(i > 0 && i != free_cut);
             let mut at = 0usize;
             for (d, &b) in unit[i..].iter().enumerate() {
                 let node = &self.nodes[at];
@@ -168,7 +259,7 @@ impl FewestTokens {
                 at = node.children[c].1 as usize;
                 if let Some(id) = self.nodes[at].id {
                     let j = i + d + 1;
-                    let candidate = (count + 1, sum + id as u64);
+                    let candidate = (count + 1, cuts, sum + id as u64);
                     if candidate < best[j] {
                         best[j] = candidate;
                         back[j] = (i, id);
@@ -200,7 +291,9 @@ mod tests {
         assert_eq!(merges[1], (2, 3));
         assert_eq!(merges[2], (10, 2));
         assert_eq!(merges.len(), 3);
-        let table = MergeTable::new(&merges, 10);
+        let steps: Vec<Merge> =
+            merges.iter().enumerate().map(|(k, &pair)| Merge { pair, id: 10 + k as u32 }).collect();
+        let table = MergeTable::new(&steps);
         assert_eq!(table.apply(vec![0, 1, 2]), [12]);
         assert_eq!(table.apply(vec![2, 3, 0, 1]), [11, 10]);
         assert_eq!(table.apply(vec![1, 0]), [1, 0]);
@@ -257,6 +350,45 @@ mod tests {
         enc.encode(&[0, 1, 2, 3, 0], &mut got);
         assert_eq!(got.len(), 2); // abc|da (sum 15) beats ab|c|da, a|bcd|a…
         assert_eq!(got, [6, 9]);
+    }
+
+    #[test]
+    fn least_used_tokens_are_removed_first() {
+        // Units "abcd" ×10 and "ab" ×1 (bytes a..d = ids 0..3, merges from id 256): BPE makes
+        // ab (count 11), then cd (10, tied with ab+c but the smaller pair), then abcd (10).
+        // Encoded with all three, cd is never used, ab once, abcd 10 times: budget 2 drops cd;
+        // budget 1 drops cd, then ab.
+        let units: Vec<(Vec<u8>, u64)> = vec![(vec![0, 1, 2, 3], 10), (vec![0, 1], 1)];
+        let symbols = units.iter().map(|(u, c)| (u.iter().map(|&b| b as u32).collect(), *c)).collect();
+        let merges = train_merges(symbols, 256, 10);
+        assert_eq!(merges, [(0, 1), (2, 3), (256, 257)]);
+        assert_eq!(select_tokens(&units, &merges, 256, 3, false), [true, true, true]);
+        assert_eq!(select_tokens(&units, &merges, 256, 2, false), [true, false, true]);
+        assert_eq!(select_tokens(&units, &merges, 256, 1, false), [false, false, true]);
+        assert_eq!(select_tokens(&units, &merges, 256, 0, false), [false, false, false]);
+    }
+
+    #[test]
+    fn space_cut_breaks_ties_between_equally_short_spellings() {
+        // Ids: b 0, o 1, a 2, r 3, d 4, " bo" 5, "ard" 6, "board" 7, ' ' 8.
+        let vocab: Vec<Vec<u8>> = [&b"b"[..], b"o", b"a", b"r", b"d", b" bo", b"ard", b"board", b" "]
+            .iter()
+            .map(|t| t.to_vec())
+            .collect();
+        let plain = FewestTokens::new(&vocab, 0);
+        let spaced = plain.clone().with_space_cut();
+        let enc = |e: &FewestTokens, u: &[u8]| {
+            let mut out = Vec::new();
+            e.encode(u, &mut out);
+            out
+        };
+        // Two tokens either way: the id sum picks " bo"|"ard" (11 < 15), the space cut " "|"board".
+        assert_eq!(enc(&plain, b" board"), [5, 6]);
+        assert_eq!(enc(&spaced, b" board"), [8, 7]);
+        // Fewer tokens still win, and units without a leading space are unaffected.
+        assert_eq!(enc(&spaced, b"board"), [7]);
+        assert_eq!(enc(&spaced, b" boar"), [5, 2, 3]);
+        assert_eq!(enc(&spaced, b"  board"), enc(&plain, b"  board"));
     }
 
     #[test]

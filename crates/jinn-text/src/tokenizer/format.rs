@@ -1,12 +1,12 @@
-//! The JSON file format of a trained MGT tokenizer (version 2; version 1 files are still read)
+//! The JSON file format of a trained MGT tokenizer (version 3; versions 1 and 2 are still read)
 //! and its validation.
 //!
 //! ```json
 //! {
 //!   "format": "jinn-mgt",
-//!   "version": 2,
+//!   "version": 3,
 //!   "vocab_size": 8000,
-//!   "encoding": "fewest_tokens",
+//!   "encoding": "fewest_tokens_space_cut",
 //!   "specials": [{"id": 0, "name": "<pad>"}, {"id": 1, "name": "<bos>"}, {"id": 2, "name": "<eos>"},
 //!                {"id": 3, "name": "<anchor_0>"}, …],
 //!   "bytes": {"first_id": 19, "count": 256},
@@ -24,11 +24,21 @@
 //! ```
 //! - `specials` take ids `0..S` in order: `<pad>`, `<bos>`, `<eos>`, then the anchors.
 //! - byte `b` has id `bytes.first_id + b`, with `first_id = S` and `count = 256`.
-//! - merge `k` (rank order) has id `S + 256 + k` and joins two earlier non-special ids.
-//! - `vocab_size = S + 256 + merges`; every id below it is used exactly once.
+//! - `merges` lists every BPE merge of training in rank order; each joins two ids made before it
+//!   (bytes or earlier merges). Version 3: a merge whose id is below `vocab_size` makes a
+//!   vocabulary token, and these take the ids `S + 256, S + 257, …` in list order; a merge whose
+//!   id is `vocab_size` or more makes a scaffolding token (an intermediate token that training
+//!   removed from the vocabulary, see `bpe::select_tokens`), and these take the ids
+//!   `vocab_size, vocab_size + 1, …` in list order. Scaffolding is never produced by encoding.
+//!   Versions 1 and 2 have no scaffolding: merge `k` has id `S + 256 + k`.
+//! - every id below `vocab_size` is used exactly once (specials, bytes, vocabulary merges).
 //! - `encoding`: how a unit (a morph, or a non-word piece) becomes tokens. `"merges"`: apply the
-//!   merges in rank order (classic BPE); `"fewest_tokens"`: the fewest vocabulary tokens whose
-//!   bytes concatenate to the unit (ties: the smallest sum of ids, then the earliest cut).
+//!   merges in rank order (classic BPE; a scaffolding token left at the end is spelled by its two
+//!   parts, recursively); `"fewest_tokens"`: the fewest vocabulary tokens whose bytes concatenate
+//!   to the unit (ties: the smallest sum of ids, then the earliest cut);
+//!   `"fewest_tokens_space_cut"` (version 3): as `"fewest_tokens"`, but among the spellings with
+//!   the fewest tokens one cut right after a leading space (a unit that starts with a space and
+//!   then a byte that is not ASCII whitespace) wins before the id sum.
 //! - `morphs.enabled: false` means plain BPE over pieces (no morphs; `cost` may be absent).
 //! - `morphs.lexicon` lists morph strings with their counts (sorted by morph).
 //! - `morphs.cost` (required when enabled, see below for version 1): the corpus weight α and the letter counts (and
@@ -44,7 +54,9 @@
 //! `affixes`; instead `morphs.unknown_char_cost` prices unknown spans (`morph::CostModel::Flat`),
 //! and `analyses` lists only the training words Viterbi would not reproduce. A version 1 file
 //! saved again becomes version 2 with `"encoding": "merges"` and that `unknown_char_cost` in
-//! place of `cost` (so it still segments and encodes as before).
+//! place of `cost` (so it still segments and encodes as before). Version 2 is version 3 without
+//! scaffolding and without `"fewest_tokens_space_cut"`; saved again it becomes version 3 and
+//! encodes as before.
 
 use super::affixes::Condition;
 use super::error::{Result, TokenizerError};
@@ -54,9 +66,9 @@ use std::path::Path;
 /// The `format` value.
 pub const FORMAT_NAME: &str = "jinn-mgt";
 /// The version this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Versions this build reads.
-pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// How units are encoded (the file's `encoding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +78,9 @@ pub enum Encoding {
     Merges,
     /// The fewest vocabulary tokens that spell the unit.
     FewestTokens,
+    /// As `FewestTokens`, but among the spellings with the fewest tokens one cut right after a
+    /// word's leading space wins (version 3; see `bpe::FewestTokens::with_space_cut`).
+    FewestTokensSpaceCut,
 }
 
 /// The letter model and corpus weight that price morphs (version 2).
@@ -184,7 +199,7 @@ pub struct TokenizerFile {
     pub format: String,
     /// [`FORMAT_VERSION`].
     pub version: u32,
-    /// Number of ids.
+    /// Number of vocabulary ids (scaffolding ids, version 3, come after them).
     pub vocab_size: u32,
     /// Version 2: how units are encoded (absent in version 1 = merges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,7 +278,7 @@ impl TokenizerFile {
         for b in 0..256 {
             claim(self.bytes.first_id + b, "bytes.first_id")?;
         }
-        for (k, m) in self.merges.iter().enumerate() {
+        for (k, m) in self.merges.iter().enumerate().filter(|(_, m)| m.id < self.vocab_size) {
             claim(m.id, &format!("merges[{k}].id"))?;
         }
         if let Some(missing) = seen.iter().position(|&x| !x) {
@@ -288,24 +303,43 @@ impl TokenizerFile {
         if self.bytes.first_id != s {
             return Err(bad("bytes.first_id", format!("expected {s} (right after the specials)")));
         }
+        // Vocabulary merges take minimum, minimum + 1, … and scaffolding (version 3) vocab_size,
+        // vocab_size + 1, … in list order; parts must be bytes or ids made earlier in the list.
+        let (mut next_vocab, mut next_scaffold) = (minimum, self.vocab_size);
+        let mut made: std::collections::HashSet<u32> = (s..minimum).collect();
         for (k, m) in self.merges.iter().enumerate() {
-            let id = minimum + k as u32;
-            if m.id != id {
+            let scaffold = m.id >= self.vocab_size;
+            if scaffold && self.version < 3 {
                 return Err(bad(
                     &format!("merges[{k}].id"),
-                    format!("expected {id} (rank order), found {}", m.id),
+                    format!(
+                        "id {} is not below vocab_size {} (version {} has no scaffolding)",
+                        m.id, self.vocab_size, self.version
+                    ),
                 ));
             }
+            let expected = if scaffold { &mut next_scaffold } else { &mut next_vocab };
+            if m.id != *expected {
+                let what = if scaffold {
+                    "scaffolding ids from vocab_size"
+                } else {
+                    "vocabulary ids from the bytes' end"
+                };
+                return Err(bad(
+                    &format!("merges[{k}].id"),
+                    format!("expected {} (rank order: {what} count up), found {}", *expected, m.id),
+                ));
+            }
+            *expected += 1;
             for (side, part) in [("left", m.left), ("right", m.right)] {
-                if part < s || part >= id {
+                if !made.contains(&part) {
                     return Err(bad(
                         &format!("merges[{k}].{side}"),
-                        format!(
-                            "unknown merge token {part}: must be a byte or an earlier merge id in {s}..{id}"
-                        ),
+                        format!("unknown merge token {part}: must be a byte or the id of an earlier merge"),
                     ));
                 }
             }
+            made.insert(m.id);
         }
         let mut prev: Option<&str> = None;
         for (i, (m, c)) in self.morphs.lexicon.iter().enumerate() {
@@ -369,8 +403,17 @@ impl TokenizerFile {
             }
             return Ok(());
         }
+        if self.version < 3 && self.encoding == Some(Encoding::FewestTokensSpaceCut) {
+            return Err(bad(
+                "encoding",
+                format!("is a version 3 value, but the file says version {}", self.version),
+            ));
+        }
         if self.encoding.is_none() {
-            return Err(bad("encoding", "missing: expected \"merges\" or \"fewest_tokens\"".into()));
+            return Err(bad(
+                "encoding",
+                "missing: expected \"merges\", \"fewest_tokens\" or \"fewest_tokens_space_cut\"".into(),
+            ));
         }
         match (&m.cost, m.unknown_char_cost) {
             (Some(_), Some(_)) => {

@@ -1,7 +1,7 @@
 //! [`Tokenizer`]: training, encoding, decoding and segmentation.
 
 use super::affixes::{AffixKind, AffixRule, AffixSet, Condition};
-use super::bpe::{train_merges, FewestTokens, MergeTable, Pair};
+use super::bpe::{select_tokens, train_merges, FewestTokens, Merge, MergeTable, Pair};
 use super::error::{Result, TokenizerError};
 use super::format::{
     AffixKindEntry, AffixRuleEntry, AffixSection, ByteRange, CostSection, Encoding, MergeEntry, MorphSection,
@@ -12,6 +12,9 @@ use super::pretokenize::{pieces, Piece, PieceKind};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
+
+/// Default [`TrainConfig::merges_per_slot`].
+pub const DEFAULT_MERGES_PER_SLOT: f64 = 2.0;
 
 /// Id of `<pad>`.
 pub const PAD_ID: u32 = 0;
@@ -35,6 +38,10 @@ pub struct TrainConfig {
     pub affixes: AffixSet,
     /// How units are encoded into tokens.
     pub encoding: Encoding,
+    /// Intermediate-token removal ([`select_tokens`]): BPE learns this many merges per
+    /// vocabulary slot, then the least-used tokens are dropped until the vocabulary fits (they stay
+    /// in the file as scaffolding). 1 keeps every merge (the vocabulary of plain BPE).
+    pub merges_per_slot: f64,
 }
 
 impl Default for TrainConfig {
@@ -44,17 +51,23 @@ impl Default for TrainConfig {
             anchors: 16,
             morph: Some(MorphConfig::default()),
             affixes: AffixSet::default(),
-            encoding: Encoding::FewestTokens,
+            encoding: Encoding::FewestTokensSpaceCut,
+            merges_per_slot: DEFAULT_MERGES_PER_SLOT,
         }
     }
 }
 
 /// A trained MGT tokenizer. Ids: specials `0..S` (`<pad>`, `<bos>`, `<eos>`, anchors), bytes
-/// `S..S+256`, then merges in rank order.
+/// `S..S+256`, then the vocabulary merges in rank order up to `vocab_size`; scaffolding merges
+/// (removed from the vocabulary, never produced by encoding) are numbered after that.
 #[derive(Clone, Debug)]
 pub struct Tokenizer {
     specials: Vec<String>,
-    merges: Vec<Pair>,
+    /// Every merge in rank order, scaffolding (ids ≥ `vocab_size`) included.
+    merges: Vec<Merge>,
+    vocab_size: usize,
+    /// The pair each scaffolding token joins (index: id − `vocab_size`).
+    scaffold: Vec<Pair>,
     table: MergeTable,
     fewest: FewestTokens,
     encoding: Encoding,
@@ -98,26 +111,34 @@ impl Tokenizer {
             }
             None => MorphLexicon::new(HashMap::new(), CostModel::Flat { unknown_char_cost: 0.0 }),
         };
-        let tok = Tokenizer::assemble(specials, Vec::new(), morphs, cfg.morph.is_some(), cfg.encoding);
+        let tok =
+            Tokenizer::assemble(specials, Vec::new(), minimum, morphs, cfg.morph.is_some(), cfg.encoding);
         // Units (morphs with the piece's leading space on the first) with counts.
         let mut unit_counts: HashMap<&str, u64> = HashMap::new();
         for (p, &c) in &piece_counts {
             tok.for_each_unit(p, |u| *unit_counts.entry(u).or_default() += c);
         }
         let first = tok.byte_offset();
-        let mut units: Vec<(Vec<u32>, u64)> = unit_counts
-            .into_iter()
-            .map(|(u, c)| (u.bytes().map(|b| first + b as u32).collect(), c))
-            .collect();
+        let mut units: Vec<(Vec<u8>, u64)> =
+            unit_counts.into_iter().map(|(u, c)| (u.as_bytes().to_vec(), c)).collect();
         units.sort_unstable();
-        let merges = train_merges(units, first + 256, cfg.vocab_size - minimum);
+        let budget = cfg.vocab_size - minimum;
+        let symbols =
+            units.iter().map(|(u, c)| (u.iter().map(|&b| first + b as u32).collect(), *c)).collect();
+        let candidates = (budget as f64 * cfg.merges_per_slot.max(1.0)).round() as usize;
+        let trained = train_merges(symbols, first + 256, candidates);
+        let space_cut = cfg.encoding == Encoding::FewestTokensSpaceCut;
+        let keep = select_tokens(&units, &trained, first + 256, budget, space_cut);
+        let merges = assign_ids(&trained, &keep, first + 256);
+        let vocab_size = minimum + keep.iter().filter(|&&k| k).count();
         let Tokenizer { specials, morphs, morphs_enabled, .. } = tok;
-        Ok(Tokenizer::assemble(specials, merges, morphs, morphs_enabled, cfg.encoding))
+        Ok(Tokenizer::assemble(specials, merges, vocab_size, morphs, morphs_enabled, cfg.encoding))
     }
 
     fn assemble(
         specials: Vec<String>,
-        merges: Vec<Pair>,
+        merges: Vec<Merge>,
+        vocab_size: usize,
         morphs: MorphLexicon,
         morphs_enabled: bool,
         encoding: Encoding,
@@ -125,17 +146,49 @@ impl Tokenizer {
         let first = specials.len() as u32;
         let mut token_bytes: Vec<Vec<u8>> = vec![Vec::new(); specials.len()];
         token_bytes.extend((0..=255u8).map(|b| vec![b]));
-        for &(l, r) in &merges {
+        token_bytes.resize(specials.len() + 256 + merges.len(), Vec::new());
+        let mut scaffold = vec![(0, 0); specials.len() + 256 + merges.len() - vocab_size];
+        for m in &merges {
+            let (l, r) = m.pair;
             let mut t = token_bytes[l as usize].clone();
             t.extend_from_slice(&token_bytes[r as usize]);
-            token_bytes.push(t);
+            token_bytes[m.id as usize] = t;
+            if let Some(slot) = (m.id as usize).checked_sub(vocab_size) {
+                scaffold[slot] = m.pair;
+            }
         }
-        let table = MergeTable::new(&merges, first + 256);
+        let table = MergeTable::new(&merges);
         let fewest = match encoding {
-            Encoding::FewestTokens => FewestTokens::new(&token_bytes[first as usize..], first),
+            Encoding::FewestTokens => FewestTokens::new(&token_bytes[first as usize..vocab_size], first),
+            Encoding::FewestTokensSpaceCut => {
+                FewestTokens::new(&token_bytes[first as usize..vocab_size], first).with_space_cut()
+            }
             Encoding::Merges => FewestTokens::default(),
         };
-        Tokenizer { specials, merges, table, fewest, encoding, token_bytes, morphs, morphs_enabled }
+        Tokenizer {
+            specials,
+            merges,
+            vocab_size,
+            scaffold,
+            table,
+            fewest,
+            encoding,
+            token_bytes,
+            morphs,
+            morphs_enabled,
+        }
+    }
+
+    /// Append `id` to `out`, spelled by vocabulary tokens when it is scaffolding.
+    fn push_vocab_token(&self, id: u32, out: &mut Vec<u32>) {
+        match (id as usize).checked_sub(self.vocab_size) {
+            None => out.push(id),
+            Some(slot) => {
+                let (l, r) = self.scaffold[slot];
+                self.push_vocab_token(l, out);
+                self.push_vocab_token(r, out);
+            }
+        }
     }
 
     /// How units are encoded.
@@ -145,8 +198,8 @@ impl Tokenizer {
 
     /// The same vocabulary and morphs with another unit encoding.
     pub fn with_encoding(self, encoding: Encoding) -> Tokenizer {
-        let Tokenizer { specials, merges, morphs, morphs_enabled, .. } = self;
-        Tokenizer::assemble(specials, merges, morphs, morphs_enabled, encoding)
+        let Tokenizer { specials, merges, vocab_size, morphs, morphs_enabled, .. } = self;
+        Tokenizer::assemble(specials, merges, vocab_size, morphs, morphs_enabled, encoding)
     }
 
     /// Id of byte 0 (= number of special tokens).
@@ -156,7 +209,7 @@ impl Tokenizer {
 
     /// Number of ids.
     pub fn vocab_size(&self) -> usize {
-        self.token_bytes.len()
+        self.vocab_size
     }
 
     /// Names of the special tokens (index = id).
@@ -169,14 +222,23 @@ impl Tokenizer {
         (k + REQUIRED_SPECIALS.len() < self.specials.len()).then(|| (k + REQUIRED_SPECIALS.len()) as u32)
     }
 
-    /// Merges in rank order (merge `k` creates id `byte_offset() + 256 + k`).
-    pub fn merges(&self) -> &[Pair] {
+    /// Every merge of training in rank order. Vocabulary tokens have ids below
+    /// [`Self::vocab_size`], in rank order from `byte_offset() + 256`; scaffolding tokens
+    /// (intermediate tokens left out of the vocabulary, see [`TrainConfig::min_token_share`])
+    /// have ids from `vocab_size()` on and are never produced by encoding.
+    pub fn merges(&self) -> &[Merge] {
         &self.merges
     }
 
-    /// The bytes a token stands for (empty for specials), or `None` for an unknown id.
+    /// Number of scaffolding tokens (merges left out of the vocabulary).
+    pub fn scaffold_len(&self) -> usize {
+        self.scaffold.len()
+    }
+
+    /// The bytes a token stands for (empty for specials), or `None` for an id outside the
+    /// vocabulary.
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
-        self.token_bytes.get(id as usize).map(|v| v.as_slice())
+        self.token_bytes[..self.vocab_size].get(id as usize).map(|v| v.as_slice())
     }
 
     /// Whether words are segmented into morphs (false for the plain-BPE baseline).
@@ -233,9 +295,11 @@ impl Tokenizer {
         self.for_each_unit(p, |u| match self.encoding {
             Encoding::Merges => {
                 let seq: Vec<u32> = u.bytes().map(|b| first + b as u32).collect();
-                out.extend(self.table.apply(seq));
+                for id in self.table.apply(seq) {
+                    self.push_vocab_token(id, out);
+                }
             }
-            Encoding::FewestTokens => self.fewest.encode(u.as_bytes(), out),
+            Encoding::FewestTokens | Encoding::FewestTokensSpaceCut => self.fewest.encode(u.as_bytes(), out),
         });
     }
 
@@ -323,8 +387,7 @@ impl Tokenizer {
             merges: self
                 .merges
                 .iter()
-                .enumerate()
-                .map(|(k, &(left, right))| MergeEntry { id: s + 256 + k as u32, left, right })
+                .map(|m| MergeEntry { id: m.id, left: m.pair.0, right: m.pair.1 })
                 .collect(),
             morphs: MorphSection {
                 enabled: self.morphs_enabled,
@@ -351,7 +414,8 @@ impl Tokenizer {
     pub fn from_file(file: TokenizerFile, path: &Path) -> Result<Tokenizer> {
         file.validate(path)?;
         let specials = file.specials.into_iter().map(|e| e.name).collect();
-        let merges = file.merges.iter().map(|m| (m.left, m.right)).collect();
+        let vocab_size = file.vocab_size as usize;
+        let merges = file.merges.iter().map(|m| Merge { pair: (m.left, m.right), id: m.id }).collect();
         let m = file.morphs;
         let costs = match (m.cost, m.unknown_char_cost) {
             (Some(c), _) => CostModel::Mdl {
@@ -372,7 +436,7 @@ impl Tokenizer {
             morphs = morphs.with_affixes(AffixSet { rules }, a.min_stem_chars, a.min_stem_count);
         }
         let encoding = file.encoding.unwrap_or(Encoding::Merges);
-        Ok(Tokenizer::assemble(specials, merges, morphs, m.enabled, encoding))
+        Ok(Tokenizer::assemble(specials, merges, vocab_size, morphs, m.enabled, encoding))
     }
 
     /// Serialize to JSON text (deterministic).
@@ -397,6 +461,23 @@ impl Tokenizer {
             .map_err(|e| TokenizerError::Io { path: path.to_path_buf(), source: e })?;
         Tokenizer::from_json(&text, path)
     }
+}
+
+/// Ids of the `trained` merges (merge `k` made training id `first_id + k`): the kept ones
+/// (`keep`) take `first_id, first_id + 1, …` in rank order, the others (scaffolding) the ids
+/// after them; training merges beyond the last kept one are dropped. Pairs are renumbered.
+fn assign_ids(trained: &[Pair], keep: &[bool], first_id: u32) -> Vec<Merge> {
+    let used = keep.iter().rposition(|&k| k).map_or(0, |k| k + 1);
+    let kept = keep[..used].iter().filter(|&&k| k).count() as u32;
+    let mut ids = Vec::with_capacity(used);
+    let (mut next_kept, mut next_scaffold) = (first_id, first_id + kept);
+    for &k in &keep[..used] {
+        let slot = if k { &mut next_kept } else { &mut next_scaffold };
+        ids.push(*slot);
+        *slot += 1;
+    }
+    let map = |id: u32| if id < first_id { id } else { ids[(id - first_id) as usize] };
+    trained[..used].iter().zip(&ids).map(|(&(l, r), &id)| Merge { pair: (map(l), map(r)), id }).collect()
 }
 
 fn special_names(anchors: usize) -> Vec<String> {

@@ -38,6 +38,10 @@ pub struct TokenizerBenchArgs {
     /// Write both silver samples to this TSV file (for inspection).
     #[arg(long)]
     pub dump_silver: Option<PathBuf>,
+    /// Write every sampled word with its silver, MGT morph and MGT token boundaries to this TSV
+    /// file (for diagnosing boundary errors).
+    #[arg(long)]
+    pub dump_words: Option<PathBuf>,
     /// Timed encode rounds (interleaved; best round reported).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
@@ -180,17 +184,24 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
     let mgt = Tokenizer::train(&docs, &cfg)?;
     let mgt_train = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let plain = Tokenizer::train(&docs, &TrainConfig { morph: None, ..cfg.clone() })?;
+    // Plain BPE: every merge a token (no intermediate-token removal), no morphs.
+    let plain = Tokenizer::train(&docs, &TrainConfig { morph: None, merges_per_slot: 1.0, ..cfg.clone() })?;
     let plain_train = t.elapsed().as_secs_f64();
     let unseeded = Tokenizer::train(
         &docs,
         &TrainConfig { affixes: AffixSet::default(), morph: Some(morph), ..cfg.clone() },
     )?;
     let mgt_merges = mgt.clone().with_encoding(Encoding::Merges);
+    // The format version 2 MGT: every BPE merge a token, plain fewest-tokens encoding.
+    let all_merges = Tokenizer::train(
+        &docs,
+        &TrainConfig { merges_per_slot: 1.0, encoding: Encoding::FewestTokens, ..cfg.clone() },
+    )?;
     #[cfg_attr(not(feature = "hf-baseline"), allow(unused_mut))]
     let mut subjects: Vec<(Box<dyn Subject + '_>, f64)> = vec![
         (Box::new(Jinn("MGT (hunspell-seeded)", &mgt)), mgt_train),
         (Box::new(Jinn("MGT (seeded, merge enc.)", &mgt_merges)), f64::NAN),
+        (Box::new(Jinn("MGT (no token removal)", &all_merges)), f64::NAN),
         (Box::new(Jinn("MGT (unseeded)", &unseeded)), f64::NAN),
         (Box::new(Jinn("plain BPE (jinn)", &plain)), plain_train),
     ];
@@ -216,6 +227,9 @@ pub fn run(a: TokenizerBenchArgs) -> anyhow::Result<()> {
     let samples = silver_samples(&docs, &affixes, &a.dict, a.words, a.silver)?;
     if let Some(path) = &a.dump_silver {
         write_silver(path, &samples).with_context(|| format!("--dump-silver {}", path.display()))?;
+    }
+    if let Some(path) = &a.dump_words {
+        write_words(path, &samples, &mgt).with_context(|| format!("--dump-words {}", path.display()))?;
     }
     let base_speed = bytes as f64 / best[0];
     for (k, sample) in samples.iter().enumerate() {
@@ -360,6 +374,40 @@ fn write_silver(path: &std::path::Path, samples: &[SilverSample]) -> anyhow::Res
         for w in &s.words {
             let b: Vec<String> = w.gold.iter().map(|b| b.to_string()).collect();
             out += &format!("{}\t{}\t{}\t{}\n", ["types", "running"][k], w.word, w.weight, b.join(","));
+        }
+    }
+    jinn_data::atomic_file::write_atomically(path, out.as_bytes())?;
+    Ok(())
+}
+
+/// Write each sampled word as TSV: `sample`, `word`, `weight`, then the word cut at its silver
+/// boundaries, at MGT's morph boundaries and at MGT's token boundaries (`|` between parts).
+fn write_words(path: &std::path::Path, samples: &[SilverSample], mgt: &Tokenizer) -> anyhow::Result<()> {
+    let cut = |w: &str, b: &BTreeSet<usize>| {
+        let mut out = String::new();
+        for (i, ch) in w.char_indices() {
+            if b.contains(&i) {
+                out.push('|');
+            }
+            out.push(ch);
+        }
+        out
+    };
+    let subject = Jinn("MGT", mgt);
+    let mut out = String::from("sample\tword\tweight\tsilver\tmorphs\ttokens\n");
+    for (k, s) in samples.iter().enumerate() {
+        for w in &s.words {
+            let morphs = subject.morph_boundaries(&w.word).unwrap_or_default();
+            let tokens = subject.word_boundaries(&w.word);
+            out += &format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
+                ["types", "running"][k],
+                w.word,
+                w.weight,
+                cut(&w.word, &w.gold),
+                cut(&w.word, &morphs),
+                cut(&w.word, &tokens)
+            );
         }
     }
     jinn_data::atomic_file::write_atomically(path, out.as_bytes())?;
