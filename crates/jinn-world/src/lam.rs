@@ -2,9 +2,10 @@
 //!
 //! `videos` `[B, T, H, W, C]` in `[0, 1]` → patchify `[B, T, N, P]` → a learned action token
 //! prepended as spatial slot 0 of every frame `[B, T, N+1, P]` → axial encoder (spatial full,
-//! temporal causal) `[B, T, N+1, L]` → the slot-0 outputs of frames `1..T−1` are the latent
-//! actions `[B, T−1, L]` (frame `t`'s action is computed from frames `0..t`) → vector quantiser
-//! (6 codes by default) → decoder: `patch_up(patches of frames 0..T−2) + action_up(z_q)`
+//! temporal causal; with `encoder_frame_difference` each patch also carries its change from
+//! the previous frame, `[B, T, N+1, 2P]`) `[B, T, N+1, L]` → the slot-0 outputs of frames
+//! `1..T−1` are the latent actions `[B, T−1, L]` (frame `t`'s action is computed from frames
+//! `0..t`) → vector quantiser (6 codes by default) → decoder: `patch_up(patches of frames 0..T−2) + action_up(z_q)`
 //! `[B, T−1, N, M]` → axial transformer (spatial full, temporal causal) → sigmoid →
 //! unpatchify: a prediction of frames `1..T−1`.
 //!
@@ -62,6 +63,10 @@ pub struct LamConfig {
     /// Where a reset code goes: `encoder_output` (default: onto a random transition's
     /// encoder output) or `used_code` (Jasmine: a copy of a used code; see [`ResetTarget`]).
     pub reset_to: ResetTarget,
+    /// Feed the encoder each patch together with its change from the previous frame
+    /// (`[x_t, x_t − x_{t−1}]`, `2P` wide; zero change for frame 0) instead of the patch alone
+    /// (Jasmine: `false`).
+    pub encoder_frame_difference: bool,
 }
 
 impl Default for LamConfig {
@@ -82,6 +87,7 @@ impl Default for LamConfig {
             vq_beta: jinn_nn::VQ_BETA,
             reset_threshold: 50,
             reset_to: ResetTarget::default(),
+            encoder_frame_difference: false,
         }
     }
 }
@@ -126,7 +132,7 @@ impl LamConfig {
                 reason: format!("must be ≥ 0, got {}", self.vq_beta),
             });
         }
-        let p = grid.patch_dim();
+        let p = grid.patch_dim() * if self.encoder_frame_difference { 2 } else { 1 };
         // LeCun uniform with fan_in 1: U(−√3, √3) per element (spec §1.7).
         let bound = 3f64.sqrt();
         let action_in = lazy_param([p], device, move |dev| {
@@ -144,6 +150,7 @@ impl LamConfig {
             width: self.width,
             channels: self.channels,
             vq_beta: self.vq_beta,
+            encoder_frame_difference: self.encoder_frame_difference,
         })
     }
 }
@@ -180,6 +187,8 @@ pub struct Lam {
     pub channels: usize,
     /// Commitment weight β.
     pub vq_beta: f64,
+    /// Whether the encoder also sees each patch's change from the previous frame.
+    pub encoder_frame_difference: bool,
 }
 
 /// The result of [`Lam::forward_train`].
@@ -251,9 +260,22 @@ impl Lam {
     ) -> Result<(VqOutput, Tensor<4>, [usize; 2]), NnError> {
         self.check_frames(videos.dims())?;
         let patches = patchify(videos, self.patch)?; // [b, t, n, p]
-        let [b, t, _, p] = patches.dims();
-        let token = self.action_in.val().reshape([1, 1, 1, p]).repeat(&[b, t, 1, 1]); // [b, t, 1, p]
-        let input = Tensor::cat(vec![token, patches.clone()], 2); // [b, t, n+1, p]
+        let [b, t, n, p] = patches.dims();
+        let frames = if self.encoder_frame_difference {
+            let previous = Tensor::cat(
+                vec![
+                    patches.clone().slice([0..b, 0..1, 0..n, 0..p]),
+                    patches.clone().slice([0..b, 0..t - 1, 0..n, 0..p]),
+                ],
+                1,
+            ); // [b, t, n, p], frame 0 paired with itself
+            Tensor::cat(vec![patches.clone(), patches.clone() - previous], 3) // [b, t, n, 2p]
+        } else {
+            patches.clone()
+        };
+        let d = frames.dims()[3];
+        let token = self.action_in.val().reshape([1, 1, 1, d]).repeat(&[b, t, 1, 1]); // [b, t, 1, d]
+        let input = Tensor::cat(vec![token, frames], 2); // [b, t, n+1, d]
         let latents = self.encoder.forward(input); // [b, t, n+1, l]
         let l = latents.dims()[3];
         let actions = latents.slice([0..b, 1..t, 0..1, 0..l]).reshape([b * (t - 1), l]); // [e, l]

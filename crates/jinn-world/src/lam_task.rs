@@ -25,8 +25,9 @@ use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
 use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::task_common::{
-    first_clip, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
-    save_dead_code_counters, to_u8, val_loader, videos, write_step_gif,
+    first_clip, is_logged_step, loader_config, model_err, next_batch, open_splits,
+    restore_dead_code_counters, resume_loader, save_dead_code_counters, to_u8, val_loader, videos,
+    write_step_gif,
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
@@ -118,21 +119,32 @@ impl LamTask {
         &self.tracker
     }
 
-    fn host_metrics(&self, out: &LamOutput, batch: &Batch, sums: &mut Sums) -> Result<CodeUsage> {
-        let s = batch.frame_shape;
-        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t−1, h, w, c]
-        let clip = s.frame_bytes() * batch.seq_len;
-        let gt: Vec<f32> = batch
-            .videos
-            .chunks(clip)
-            .flat_map(|c| c[s.frame_bytes()..].iter().map(|&v| v as f32 / 255.0))
-            .collect(); // frames 1..T−1 of every clip
+    /// Adds `out`'s losses and code usage to `sums`, and its PSNR/SSIM when `images` (they
+    /// need the prediction on the host, so training computes them on logged steps only).
+    fn host_metrics(
+        &self,
+        out: &LamOutput,
+        batch: &Batch,
+        sums: &mut Sums,
+        images: bool,
+    ) -> Result<CodeUsage> {
         sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
         sums.mse += out.mse.clone().into_scalar::<f32>() as f64;
         sums.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
         sums.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
-        sums.psnr += mean_psnr(&recon, &gt, s)?;
-        sums.ssim += mean_ssim(&recon, &gt, s)?;
+        if images {
+            let s = batch.frame_shape;
+            let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t−1, h, w, c]
+            let clip = s.frame_bytes() * batch.seq_len;
+            let gt: Vec<f32> = batch
+                .videos
+                .chunks(clip)
+                .flat_map(|c| c[s.frame_bytes()..].iter().map(|&v| v as f32 / 255.0))
+                .collect(); // frames 1..T−1 of every clip
+            sums.psnr += mean_psnr(&recon, &gt, s)?;
+            sums.ssim += mean_ssim(&recon, &gt, s)?;
+            sums.image_count += 1;
+        }
         let usage =
             CodeUsage::from_indices(out.indices.clone(), self.model.num_codes()).map_err(model_err)?;
         if sums.code_counts.is_empty() {
@@ -167,21 +179,26 @@ struct Sums {
     ssim: f64,
     code_counts: Vec<u64>,
     count: usize,
+    image_count: usize,
 }
 
 impl Sums {
     fn into_metrics(self) -> Metrics {
         let n = self.count.max(1) as f64;
         let usage = CodeUsage { counts: self.code_counts }.fraction_used();
-        Metrics::from([
+        let mut metrics = Metrics::from([
             ("loss".to_string(), self.loss / n),
             ("mse".to_string(), self.mse / n),
             ("q_loss".to_string(), self.q_loss / n),
             ("commitment_loss".to_string(), self.commitment / n),
-            ("psnr".to_string(), self.psnr / n),
-            ("ssim".to_string(), self.ssim / n),
             ("codebook_usage".to_string(), usage),
-        ])
+        ]);
+        if self.image_count > 0 {
+            let n = self.image_count as f64;
+            metrics.insert("psnr".to_string(), self.psnr / n);
+            metrics.insert("ssim".to_string(), self.ssim / n);
+        }
+        metrics
     }
 }
 
@@ -201,7 +218,8 @@ impl TrainTask for LamTask {
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
             let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
-            let usage = self.host_metrics(&out, &batch, &mut sums)?;
+            let images = is_logged_step(&self.cfg.train, ctx.step);
+            let usage = self.host_metrics(&out, &batch, &mut sums, images)?;
             step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
             last_emb = Some(out.emb.clone());
             let loss = out.loss.div_scalar(ctx.grad_accum as f64);
@@ -235,7 +253,7 @@ impl TrainTask for LamTask {
         for _ in 0..batches {
             let batch = next_batch(&mut loader)?;
             let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
-            self.host_metrics(&out, &batch, &mut sums)?;
+            self.host_metrics(&out, &batch, &mut sums, true)?;
             collect_code_action_pairs(&out, &batch, &mut codes, &mut truth);
         }
         let mut metrics = sums.into_metrics();

@@ -115,13 +115,6 @@ impl MaeTask {
     pub fn model(&self) -> &MaeTokenizer {
         &self.model
     }
-
-    /// Whether the loop logs the metrics of the update that starts at `step`.
-    fn is_logged(&self, step: u64) -> bool {
-        let t = &self.cfg.train;
-        let done = step + 1;
-        (t.log_every > 0 && done.is_multiple_of(t.log_every)) || done >= t.steps
-    }
 }
 
 impl TrainTask for MaeTask {
@@ -141,7 +134,7 @@ impl TrainTask for MaeTask {
             let out = model.forward_train(x, &mut rng).map_err(model_err)?;
             let loss = out.loss.clone().div_scalar(ctx.grad_accum as f64); // averaged over micro-batches
             let grads = GradientsParams::from_grads(loss.backward(), &self.model);
-            sums.add(&out, &batch, self.is_logged(ctx.step))?;
+            sums.add(&out, &batch, crate::task_common::is_logged_step(&self.cfg.train, ctx.step))?;
             acc.accumulate(&self.model, grads);
         }
         let mut grads = acc.grads();

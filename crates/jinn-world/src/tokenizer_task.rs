@@ -145,14 +145,6 @@ impl TokenizerTask {
     pub fn tracker(&self) -> Option<&DeadCodeTracker> {
         self.tracker.as_ref()
     }
-
-    /// Whether the loop logs the metrics of the update that starts at `step` (see
-    /// [`jinn_train::train_loop::run`]: every `log_every` steps and at the last step).
-    fn is_logged(&self, step: u64) -> bool {
-        let t = &self.cfg.train;
-        let done = step + 1;
-        (t.log_every > 0 && done.is_multiple_of(t.log_every)) || done >= t.steps
-    }
 }
 
 impl TrainTask for TokenizerTask {
@@ -182,7 +174,7 @@ impl TrainTask for TokenizerTask {
                 let loss = out.loss.clone().div_scalar(divisor);
                 (out, GradientsParams::from_grads(loss.backward(), &self.model))
             };
-            sums.add(&out, &batch, num_codes, self.is_logged(ctx.step))?;
+            sums.add(&out, &batch, num_codes, crate::task_common::is_logged_step(&self.cfg.train, ctx.step))?;
             if self.tracker.is_some() {
                 let [b, t, n] = out.indices.dims();
                 let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes)

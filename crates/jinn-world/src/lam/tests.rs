@@ -1,5 +1,6 @@
 use super::*;
 use burn::optim::GradientsParams;
+use burn::tensor::TensorData;
 use jinn_train::optim::OptimConfig;
 
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 16.
@@ -20,6 +21,7 @@ pub(crate) fn tiny() -> LamConfig {
         vq_beta: 0.25,
         reset_threshold: 50,
         reset_to: ResetTarget::EncoderOutput,
+        encoder_frame_difference: false,
     }
 }
 
@@ -33,10 +35,12 @@ fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize 
 
 /// Jasmine's LAM (spec §2.3): action token `P`, encoder `P → L`, codebook `K×L`,
 /// `patch_up` `P → M`, `action_up` `L → M`, decoder `M → P`.
+/// With `encoder_frame_difference` the action token and the encoder input are `2P` wide.
 fn jasmine_lam_params(c: &LamConfig) -> usize {
     let p = c.patch * c.patch * c.channels;
+    let p_in = if c.encoder_frame_difference { 2 * p } else { p };
     let (m, d, l) = (c.model_dim, c.ffn_dim, c.latent_dim);
-    p + axial_params(p, m, d, l, c.encoder_blocks)
+    p_in + axial_params(p_in, m, d, l, c.encoder_blocks)
         + c.num_codes * l
         + (p * m + m)
         + (l * m + m)
@@ -46,7 +50,8 @@ fn jasmine_lam_params(c: &LamConfig) -> usize {
 #[test]
 fn parameter_count_matches_jasmine() {
     let device = Device::flex();
-    for cfg in [tiny(), LamConfig::default()] {
+    let with_difference = LamConfig { encoder_frame_difference: true, ..tiny() };
+    for cfg in [tiny(), with_difference, LamConfig::default()] {
         assert_eq!(cfg.init(&device).unwrap().num_params(), jasmine_lam_params(&cfg), "{cfg:?}");
     }
     // The spec's figure, verified on Jasmine itself (§1.8).
@@ -59,8 +64,13 @@ fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 
 #[test]
 fn action_of_a_transition_depends_only_on_frames_up_to_it() {
+    action_sees_only_frames_up_to_it(tiny());
+    action_sees_only_frames_up_to_it(LamConfig { encoder_frame_difference: true, ..tiny() });
+}
+
+fn action_sees_only_frames_up_to_it(cfg: LamConfig) {
     let device = Device::flex();
-    let lam = tiny().init(&device).unwrap();
+    let lam = cfg.init(&device).unwrap();
     let (b, t) = (2, 4);
     let x = Tensor::<5>::random([b, t, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
     let (out, _, dims) = lam.vq_encode(x.clone(), None).unwrap();
@@ -79,6 +89,44 @@ fn action_of_a_transition_depends_only_on_frames_up_to_it() {
     let eval = lam.forward_eval(Tensor::<5>::zeros([b, t, 16, 16, 3], &device)).unwrap();
     assert_eq!(eval.recon.dims(), [b, t - 1, 16, 16, 3]);
     assert_eq!(eval.indices.dims(), [b * (t - 1)]);
+}
+
+/// The encoder input with `encoder_frame_difference`, built on the host: every patch followed
+/// by its change from the same patch of the previous frame (none for frame 0), after the
+/// action token. Feeding it to the encoder directly must give `vq_encode`'s latents.
+#[test]
+fn frame_difference_input_matches_a_host_reference() {
+    let device = Device::flex();
+    let lam = LamConfig { encoder_frame_difference: true, ..tiny() }.init(&device).unwrap();
+    let (b, t, n, p) = (2, 3, 16, 48);
+    let x = Tensor::<5>::random([b, t, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+    let patches = floats(patchify(x.clone(), 4).unwrap()); // [b, t, n, p]
+    let token = floats(lam.action_in.val()); // [2p]
+    let mut input = Vec::with_capacity(b * t * (n + 1) * 2 * p);
+    for bi in 0..b {
+        for ti in 0..t {
+            input.extend_from_slice(&token);
+            for ni in 0..n {
+                let at = |tt: usize| ((bi * t + tt) * n + ni) * p;
+                let now = &patches[at(ti)..at(ti) + p];
+                let before = &patches[at(ti.saturating_sub(1))..at(ti.saturating_sub(1)) + p];
+                input.extend_from_slice(now);
+                input.extend(now.iter().zip(before).map(|(a, c)| a - c));
+            }
+        }
+    }
+    let input = Tensor::<4>::from_data(TensorData::new(input, [b, t, n + 1, 2 * p]), &device);
+    let latents = lam.encoder.forward(input); // [b, t, n+1, l]
+    let want = floats(latents.slice([0..b, 1..t, 0..1, 0..8]).reshape([b * (t - 1), 8]));
+    let (out, _, _) = lam.vq_encode(x, None).unwrap();
+    let got = floats(out.emb); // rows L2-normalised by the quantiser
+    assert_eq!(got.len(), want.len());
+    for (g_row, w_row) in got.chunks(8).zip(want.chunks(8)) {
+        let norm = w_row.iter().map(|v| v * v).sum::<f32>().sqrt();
+        for (g, w) in g_row.iter().zip(w_row) {
+            assert!((g - w / norm).abs() < 1e-4, "{g} vs {}", w / norm);
+        }
+    }
 }
 
 #[test]
