@@ -50,7 +50,7 @@ impl GenieConfig {
     /// `dynamics.kind = "diffusion"`); frozen components are marked frozen.
     pub fn init_diffusion(&self, device: &Device) -> std::result::Result<DiffusionGenie, NnError> {
         let t = &self.tokenizer;
-        let (lam, action_embed) = self.actions.init_source(t, device)?;
+        let (lam, action_embed) = self.actions.init_source(t, self.dynamics.lam_code_embedding, device)?;
         Ok(DiffusionGenie {
             tokenizer: t.init_mae(device)?.no_grad(),
             lam,

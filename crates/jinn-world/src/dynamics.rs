@@ -82,6 +82,12 @@ pub struct DynamicsConfig {
     /// sampler denoises a frame in `K` steps. Stored with the model (Jasmine's
     /// `diffusion_denoise_steps`, which must be passed to training and sampling alike).
     pub denoise_steps: usize,
+    /// With a trained (frozen) LAM: condition on a learned embedding `[K, L]` of the LAM's
+    /// code index instead of the code vector itself (Jasmine: `false`). A LAM whose codes lie
+    /// close together (cosine ≈ 0.99) hands the dynamics nearly equal vectors; an embedding
+    /// keeps the codes' identities apart. Not for a co-trained LAM (an index passes no
+    /// gradient).
+    pub lam_code_embedding: bool,
 }
 
 impl Default for DynamicsConfig {
@@ -97,6 +103,7 @@ impl Default for DynamicsConfig {
             action_dim: 32,
             reversible: false,
             denoise_steps: 64,
+            lam_code_embedding: false,
         }
     }
 }

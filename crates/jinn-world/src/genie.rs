@@ -71,7 +71,7 @@ impl GenieConfig {
     /// their weights with [`assemble_genie`] or a whole checkpoint with [`load_genie`]).
     pub fn init(&self, device: &Device) -> std::result::Result<Genie, NnError> {
         let t = &self.tokenizer;
-        let (lam, action_embed) = self.actions.init_source(t, device)?;
+        let (lam, action_embed) = self.actions.init_source(t, self.dynamics.lam_code_embedding, device)?;
         Ok(Genie {
             tokenizer: t.init(device)?.no_grad(),
             lam,
@@ -99,37 +99,50 @@ impl ActionConfig {
         }
     }
 
-    /// Fresh modules of this action source for the frames of tokenizer `t` (a LAM's encoder,
-    /// frozen unless co-trained, or an embedding table `[num_actions, La]` ~ N(0, 1/La)).
+    /// Fresh modules of this action source for the frames of tokenizer `t`: a LAM's encoder
+    /// (frozen unless co-trained) and, with `lam_code_embedding`, a table `[K, L]` embedding
+    /// its code indices; or a ground-truth embedding table `[num_actions, La]`. Tables are
+    /// drawn from N(0, 1/La).
     pub(crate) fn init_source(
         &self,
         t: &TokenizerConfig,
+        lam_code_embedding: bool,
         device: &Device,
     ) -> std::result::Result<ActionModules, NnError> {
         match self {
             ActionConfig::Lam { lam, co_train } => {
                 check_lam_fits(lam, t)?;
                 let model = lam.init_encoder(device)?;
-                Ok((Some(if *co_train { model } else { model.no_grad() }), None))
-            }
-            ActionConfig::Gt { num_actions, action_dim } => {
-                let (k, la) = (*num_actions, *action_dim);
-                if k == 0 || la == 0 {
+                if !lam_code_embedding {
+                    return Ok((Some(if *co_train { model } else { model.no_grad() }), None));
+                }
+                if *co_train {
                     return Err(NnError::InvalidConfig {
-                        field: "num_actions/action_dim",
-                        reason: "must be positive".into(),
+                        field: "dynamics.lam_code_embedding",
+                        reason: "needs a trained LAM (--lam RUN; set it to false to co-train one): a co-trained LAM would get no gradient \
+                                 through its code indices"
+                            .into(),
                     });
                 }
-                let std = 1.0 / (la as f64).sqrt();
-                Ok((
-                    None,
-                    Some(lazy_param([k, la], device, move |d| {
-                        Tensor::random([k, la], Distribution::Normal(0.0, std), d)
-                    })),
-                ))
+                Ok((Some(model.no_grad()), Some(embedding_table(lam.num_codes, lam.latent_dim, device)?)))
+            }
+            ActionConfig::Gt { num_actions, action_dim } => {
+                Ok((None, Some(embedding_table(*num_actions, *action_dim, device)?)))
             }
         }
     }
+}
+
+/// A learned action table `[k, la]` ~ N(0, 1/la).
+fn embedding_table(k: usize, la: usize, device: &Device) -> std::result::Result<Param<Tensor<2>>, NnError> {
+    if k == 0 || la == 0 {
+        return Err(NnError::InvalidConfig {
+            field: "num_actions/action_dim",
+            reason: "must be positive".into(),
+        });
+    }
+    let std = 1.0 / (la as f64).sqrt();
+    Ok(lazy_param([k, la], device, move |d| Tensor::random([k, la], Distribution::Normal(0.0, std), d)))
 }
 
 /// The LAM must see the tokenizer's frames.
@@ -153,7 +166,8 @@ pub struct Genie {
     pub tokenizer: Tokenizer,
     /// The LAM's encoder side (frozen, or co-trained), when actions are latent.
     pub lam: Option<Lam>,
-    /// Ground-truth action embeddings `[num_actions, La]`, with `--actions gt`.
+    /// Ground-truth action embeddings `[num_actions, La]` (`--actions gt`), or embeddings of
+    /// the LAM's code indices `[K, L]` (`dynamics.lam_code_embedding`).
     pub action_embed: Option<Param<Tensor<2>>>,
     /// The dynamics model.
     pub dynamics: Dynamics,
@@ -253,9 +267,9 @@ impl Genie {
     }
 }
 
-/// Latent actions `[B, T−1, La]` for `videos` `[B, T, H, W, C]` from a LAM (with its code
-/// indices) or, from recorded `actions` `[B, T]`, an embedding table (see
-/// [`Genie::latent_actions`]).
+/// Latent actions `[B, T−1, La]` for `videos` `[B, T, H, W, C]` from a LAM (its code vectors,
+/// or their rows of `embed` when given, with the code indices) or, from recorded `actions`
+/// `[B, T]`, an embedding table (see [`Genie::latent_actions`]).
 pub(crate) fn infer_actions(
     lam: Option<&Lam>,
     embed: Option<&Param<Tensor<2>>>,
@@ -265,8 +279,12 @@ pub(crate) fn infer_actions(
     let [b, t, ..] = videos.dims();
     if let Some(lam) = lam {
         let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
-        let l = out.z_q.dims()[1];
-        return Ok((out.z_q.reshape([b, tm1, l]), Some(out.indices)));
+        let latent = match embed {
+            Some(table) => table.val().select(0, out.indices.clone()), // [b·(t−1), la]
+            None => out.z_q,                                           // [b·(t−1), l]
+        };
+        let la = latent.dims()[1];
+        return Ok((latent.reshape([b, tm1, la]), Some(out.indices)));
     }
     let table = embed.expect("a world model has a LAM or action embeddings").val();
     let [k, la] = table.dims();
@@ -293,11 +311,12 @@ pub(crate) fn infer_actions(
     Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
 }
 
-/// The table action ids index `[K, La]`: the LAM's codebook or the recorded-action embeddings.
+/// The table action ids index `[K, La]`: the LAM's code embeddings or codebook, or the
+/// recorded-action embeddings.
 pub(crate) fn action_table(lam: Option<&Lam>, embed: Option<&Param<Tensor<2>>>) -> Tensor<2> {
     match (lam, embed) {
-        (Some(lam), _) => lam.vq.codebook.val(),
-        (None, Some(embed)) => embed.val(),
+        (_, Some(embed)) => embed.val(),
+        (Some(lam), None) => lam.vq.codebook.val(),
         (None, None) => unreachable!("a world model has a LAM or action embeddings"),
     }
 }

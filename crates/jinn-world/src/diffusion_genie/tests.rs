@@ -1,12 +1,11 @@
 use super::*;
 use crate::diffusion::tests::tiny_diffusion;
 use crate::dynamics::DynamicsKind;
-use crate::genie::tests::{bits, component_runs, tiny_dynamics, write_component};
+use crate::genie::tests::{bits, component_runs, save_dynamics_run, tiny_dynamics, write_component};
 use crate::genie::{assemble_genie, load_genie};
 use crate::tokenizer::TokenizerConfig;
 use crate::tokenizer_task::TOKENIZER_KIND;
 use burn::optim::GradientsParams;
-use jinn_train::checkpoint::{save, TrainState};
 use jinn_train::optim::OptimConfig;
 
 /// The tiny MAE tokenizer config of the component runs (16×16 frames, latent 8).
@@ -44,22 +43,7 @@ fn assembles_trains_only_the_dynamics_and_loads_back() {
     assert_ne!(bits(&genie.dynamics), before.2, "the dynamics did not train");
 
     let run = root.path().join("dyn");
-    let run_cfg = crate::dynamics_task::GenieRunConfig {
-        model: cfg.clone(),
-        train: Default::default(),
-        data: Default::default(),
-    };
-    let state = TrainState {
-        step: 2,
-        model_kind: DYNAMICS_KIND.into(),
-        config: jinn_train::config::to_json(&run_cfg),
-        seed: 0,
-        loader: None,
-        val_loader: None,
-        metrics_head: Vec::new(),
-        extra: Default::default(),
-    };
-    save(&run, &genie, &optim, state).unwrap();
+    save_dynamics_run(&run, &genie, &cfg, 2);
     let (loaded, loaded_cfg, step) = load_diffusion_genie(&run, &Device::flex()).unwrap();
     assert_eq!((loaded_cfg, step), (cfg, 2));
     assert_eq!(bits(&loaded), bits(&genie));

@@ -16,6 +16,7 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
         action_dim: 4,
         reversible: false,
         denoise_steps: 8,
+        lam_code_embedding: false,
     }
 }
 

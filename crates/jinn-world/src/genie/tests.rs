@@ -38,6 +38,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         action_dim: 4,
         reversible: false,
         denoise_steps: 8,
+        lam_code_embedding: false,
     }
 }
 
@@ -70,6 +71,27 @@ pub(crate) fn component_runs(root: &Path) -> (std::path::PathBuf, std::path::Pat
     let lam_cfg = crate::lam::tests::tiny();
     write_component(&lam, LAM_KIND, &lam_cfg.init(&device).unwrap(), &lam_cfg, 7);
     (tok, lam)
+}
+
+/// Save `model` as a step-`step` dynamics checkpoint in `dir` whose stored config is `cfg`
+/// (with a fresh optimiser state).
+pub(crate) fn save_dynamics_run<M: Module>(dir: &Path, model: &M, cfg: &GenieConfig, step: u64) {
+    let run_cfg = crate::dynamics_task::GenieRunConfig {
+        model: cfg.clone(),
+        train: Default::default(),
+        data: Default::default(),
+    };
+    let state = TrainState {
+        step,
+        model_kind: DYNAMICS_KIND.into(),
+        config: jinn_train::config::to_json(&run_cfg),
+        seed: 0,
+        loader: None,
+        val_loader: None,
+        metrics_head: Vec::new(),
+        extra: Default::default(),
+    };
+    save(dir, model, &OptimConfig::default().init().unwrap(), state).unwrap();
 }
 
 pub(crate) fn bits<M: Module>(model: &M) -> Vec<u32> {
@@ -114,22 +136,7 @@ fn assembles_from_stored_configs_and_keeps_components_frozen() {
 
     // Saved whole, it loads back from its own stored config.
     let run = root.path().join("dyn");
-    let run_cfg = crate::dynamics_task::GenieRunConfig {
-        model: cfg.clone(),
-        train: Default::default(),
-        data: Default::default(),
-    };
-    let state = TrainState {
-        step: 3,
-        model_kind: DYNAMICS_KIND.into(),
-        config: jinn_train::config::to_json(&run_cfg),
-        seed: 0,
-        loader: None,
-        val_loader: None,
-        metrics_head: Vec::new(),
-        extra: Default::default(),
-    };
-    save(&run, &genie, &optim, state).unwrap();
+    save_dynamics_run(&run, &genie, &cfg, 3);
     let (loaded, loaded_cfg, step) = load_genie(&run, &Device::flex()).unwrap();
     assert_eq!((loaded_cfg, step), (cfg, 3));
     assert_eq!(bits(&loaded), bits(&genie));
@@ -168,6 +175,57 @@ fn co_trained_lam_and_ground_truth_actions_get_gradients() {
     );
     let err = genie.forward(x, Some(bad), &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap_err().to_string();
     assert!(err.contains("0..3"), "{err}");
+}
+
+/// `dynamics.lam_code_embedding`: the actions are the rows of a learned `[K, L]` table picked
+/// by the frozen LAM's code indices; the table trains, the LAM does not; the table is what
+/// random-action rollouts draw from; it survives save/load; a co-trained LAM is refused.
+#[test]
+fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, lam_run) = component_runs(root.path());
+    let device = Device::flex().autodiff();
+    let dynamics = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let (genie, cfg) = assemble_genie(&tok, ActionSource::LamRun(&lam_run), &dynamics, &device).unwrap();
+    let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
+
+    let (latent, indices) = genie.latent_actions(x.clone(), None).unwrap();
+    let lam = genie.lam.as_ref().unwrap();
+    let want_ids = lam.action_indices(x.clone()).unwrap().reshape([4]);
+    let indices = indices.unwrap();
+    assert_eq!(indices.to_data(), want_ids.to_data());
+    let table = genie.action_embed.as_ref().expect("a code table").val(); // [K, L]
+    assert_eq!(table.dims(), [4, 8]);
+    let ids: Vec<i64> = indices.try_into_vec_as::<i64>().unwrap();
+    let rows: Vec<f32> = table.clone().try_into_vec_as::<f32>().unwrap();
+    let want: Vec<f32> =
+        ids.iter().flat_map(|&i| rows[i as usize * 8..(i as usize + 1) * 8].to_vec()).collect();
+    assert_eq!(latent.dims(), [2, 2, 8]);
+    assert_eq!(latent.try_into_vec_as::<f32>().unwrap(), want);
+    assert_eq!(bits_of(genie.action_table()), bits_of(table));
+
+    let (lam_before, table_before) = (bits(&genie.lam), bits(&genie.action_embed));
+    let out = genie.forward(x, None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let grads = GradientsParams::from_grads(out.loss.backward(), &genie);
+    let genie = OptimConfig::default().init().unwrap().step(1e-2, genie, grads);
+    assert_eq!(bits(&genie.lam), lam_before, "the frozen LAM changed");
+    assert_ne!(bits(&genie.action_embed), table_before, "the code table did not train");
+
+    // Stored in the dynamics config, it rebuilds the same modules on load.
+    let run = root.path().join("dyn");
+    save_dynamics_run(&run, &genie, &cfg, 1);
+    let (loaded, _, _) = load_genie(&run, &Device::flex()).unwrap();
+    assert_eq!(bits(&loaded.action_embed), bits(&genie.action_embed));
+
+    let err = assemble_genie(&tok, ActionSource::CoTrain(crate::lam::tests::tiny()), &dynamics, &device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("lam_code_embedding") && err.contains("--lam"), "{err}");
+}
+
+fn bits_of(t: Tensor<2>) -> Vec<u32> {
+    t.try_into_vec_as::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
 #[test]

@@ -18,6 +18,7 @@ fn tiny_with(kind: DynamicsKind, reversible: bool) -> Dynamics {
         action_dim: 4,
         reversible,
         denoise_steps: 8,
+        lam_code_embedding: false,
     };
     let device = Device::flex();
     device.seed(7);

@@ -1,29 +1,8 @@
 use super::*;
 use crate::diffusion_genie::tests::mae_run;
-use crate::genie::tests::{component_runs, tiny_dynamics};
+use crate::genie::tests::{component_runs, save_dynamics_run, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
 use crate::{assemble_diffusion_genie, frames_to_unit};
-use jinn_train::checkpoint::{save, TrainState};
-use jinn_train::optim::OptimConfig;
-
-fn save_run<M: burn::module::Module>(dir: &Path, model: &M, cfg: &GenieConfig) {
-    let run_cfg = crate::dynamics_task::GenieRunConfig {
-        model: cfg.clone(),
-        train: Default::default(),
-        data: Default::default(),
-    };
-    let state = TrainState {
-        step: 1,
-        model_kind: DYNAMICS_KIND.into(),
-        config: jinn_train::config::to_json(&run_cfg),
-        seed: 0,
-        loader: None,
-        val_loader: None,
-        metrics_head: Vec::new(),
-        extra: Default::default(),
-    };
-    save(dir, model, &OptimConfig::default().init().unwrap(), state).unwrap();
-}
 
 #[test]
 fn load_world_picks_the_family_and_rollouts_decode_frames() {
@@ -41,8 +20,8 @@ fn load_world_picks_the_family_and_rollouts_decode_frames() {
         &device,
     )
     .unwrap();
-    save_run(&root.path().join("tokens"), &g, &g_cfg);
-    save_run(&root.path().join("diffusion"), &d, &d_cfg);
+    save_dynamics_run(&root.path().join("tokens"), &g, &g_cfg, 1);
+    save_dynamics_run(&root.path().join("diffusion"), &d, &d_cfg, 1);
     let (tokens, _, _) = load_world(&root.path().join("tokens"), &device).unwrap();
     let (diffusion, _, _) = load_world(&root.path().join("diffusion"), &device).unwrap();
     assert_eq!(tokens.view().kind(), DynamicsKind::Causal);
