@@ -50,10 +50,16 @@ pub(crate) fn write_component<M: Module, C: Serialize>(
     cfg: &C,
     step: u64,
 ) {
+    save_checkpoint(dir, kind, model, serde_json::json!({ "model": cfg }), step);
+}
+
+/// Write `model` as a step-`step` checkpoint of `kind` storing the run config `config`, with a
+/// fresh optimiser state.
+fn save_checkpoint<M: Module>(dir: &Path, kind: &str, model: &M, config: serde_json::Value, step: u64) {
     let state = TrainState {
         step,
         model_kind: kind.into(),
-        config: serde_json::json!({ "model": cfg }),
+        config,
         seed: 0,
         loader: None,
         val_loader: None,
@@ -81,17 +87,7 @@ pub(crate) fn save_dynamics_run<M: Module>(dir: &Path, model: &M, cfg: &GenieCon
         train: Default::default(),
         data: Default::default(),
     };
-    let state = TrainState {
-        step,
-        model_kind: DYNAMICS_KIND.into(),
-        config: jinn_train::config::to_json(&run_cfg),
-        seed: 0,
-        loader: None,
-        val_loader: None,
-        metrics_head: Vec::new(),
-        extra: Default::default(),
-    };
-    save(dir, model, &OptimConfig::default().init().unwrap(), state).unwrap();
+    save_checkpoint(dir, DYNAMICS_KIND, model, jinn_train::config::to_json(&run_cfg), step);
 }
 
 pub(crate) fn bits<M: Module>(model: &M) -> Vec<u32> {
