@@ -70,13 +70,15 @@ pub struct TrainState {
 }
 
 impl TrainState {
-    /// Refuse a checkpoint of another model kind, or whose stored `model` config section
+    /// Refuse a checkpoint of another model kind, or whose stored `model` config section, read
+    /// through `normalise` (see [`crate::train_loop::TrainTask::normalise_model_config`]),
     /// differs from `model_config` (when given); the error names the first differing key.
     pub fn ensure_compatible(
         &self,
         dir: &Path,
         model_kind: &str,
         model_config: Option<&serde_json::Value>,
+        normalise: impl Fn(&serde_json::Value) -> serde_json::Value,
     ) -> Result<()> {
         if self.model_kind != model_kind {
             return Err(TrainError::checkpoint(
@@ -85,8 +87,8 @@ impl TrainState {
             ));
         }
         if let Some(want) = model_config {
-            let have = self.config.get("model").unwrap_or(&serde_json::Value::Null);
-            if let Some((key, a, b)) = first_difference("model", have, want) {
+            let have = normalise(self.config.get("model").unwrap_or(&serde_json::Value::Null));
+            if let Some((key, a, b)) = first_difference("model", &have, want) {
                 return Err(TrainError::checkpoint(
                     dir,
                     format!("config key `{key}` is {a} in the checkpoint but {b} in the current config"),

@@ -162,6 +162,14 @@ pub fn to_json<T: Serialize>(config: &T) -> serde_json::Value {
     serde_json::to_value(config).expect("configs serialise to JSON")
 }
 
+/// `stored` (e.g. a checkpoint's `model` config section) read as a `T` and written back, so
+/// keys added to `T` since it was written take their serde defaults, as a fresh load would
+/// give them. A value that does not parse as a `T` is returned unchanged (a comparison with it
+/// then names the offending key).
+pub fn normalise<T: Serialize + DeserializeOwned>(stored: &serde_json::Value) -> serde_json::Value {
+    serde_json::from_value::<T>(stored.clone()).map(|c| to_json(&c)).unwrap_or_else(|_| stored.clone())
+}
+
 fn to_table<T: Serialize>(value: &T) -> std::result::Result<Table, toml::ser::Error> {
     let text = toml::to_string(value)?;
     Ok(toml::from_str(&text).expect("toml round-trips its own output"))

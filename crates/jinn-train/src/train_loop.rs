@@ -91,6 +91,14 @@ pub trait TrainTask {
 
     /// Restore model, optimiser, loader positions and extra state from a checkpoint.
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()>;
+
+    /// A checkpoint's stored `model` config section as this code reads it, compared with the
+    /// current one on resume: tasks whose config gained fields implement it with
+    /// [`crate::config::normalise`], so a checkpoint written before a field existed still
+    /// resumes when the current value is the default. Default: as stored.
+    fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
+        stored.clone()
+    }
 }
 
 /// Settings of one call to [`run`] besides the [`TrainConfig`].
@@ -178,7 +186,9 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
         let found = latest_good(&opts.run_dir)?;
         match found.checkpoint {
             Some(ckpt) => {
-                ckpt.state.ensure_compatible(&ckpt.dir, task.kind(), opts.config_json.get("model"))?;
+                let want = opts.config_json.get("model");
+                ckpt.state
+                    .ensure_compatible(&ckpt.dir, task.kind(), want, |m| task.normalise_model_config(m))?;
                 task.restore(&ckpt)?;
                 (ckpt.state.step, found.skipped)
             }

@@ -128,6 +128,10 @@ impl DiffusionTask {
 }
 
 impl TrainTask for DiffusionTask {
+    fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
+        jinn_train::config::normalise::<crate::genie::GenieConfig>(stored)
+    }
+
     fn kind(&self) -> &str {
         DYNAMICS_KIND
     }

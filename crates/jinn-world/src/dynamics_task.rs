@@ -202,6 +202,10 @@ impl Sums {
 }
 
 impl TrainTask for DynamicsTask {
+    fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
+        jinn_train::config::normalise::<crate::genie::GenieConfig>(stored)
+    }
+
     fn kind(&self) -> &str {
         DYNAMICS_KIND
     }

@@ -332,7 +332,7 @@ pub fn component_checkpoint<C: DeserializeOwned>(run_dir: &Path, kind: &str) -> 
         };
         TrainError::checkpoint(run_dir, format!("holds no usable `{kind}` checkpoint{why}"))
     })?;
-    ckpt.state.ensure_compatible(&ckpt.dir, kind, None)?;
+    ckpt.state.ensure_compatible(&ckpt.dir, kind, None, |m| m.clone())?;
     let model = ckpt.state.config.get("model").cloned().unwrap_or(serde_json::Value::Null);
     let cfg: C = serde_json::from_value(model).map_err(|e| {
         TrainError::checkpoint(

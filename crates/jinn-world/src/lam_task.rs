@@ -203,6 +203,10 @@ impl Sums {
 }
 
 impl TrainTask for LamTask {
+    fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
+        jinn_train::config::normalise::<crate::lam::LamConfig>(stored)
+    }
+
     fn kind(&self) -> &str {
         LAM_KIND
     }

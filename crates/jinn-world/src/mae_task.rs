@@ -118,6 +118,10 @@ impl MaeTask {
 }
 
 impl TrainTask for MaeTask {
+    fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
+        jinn_train::config::normalise::<crate::tokenizer::TokenizerConfig>(stored)
+    }
+
     fn kind(&self) -> &str {
         TOKENIZER_KIND
     }

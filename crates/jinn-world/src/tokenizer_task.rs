@@ -148,6 +148,10 @@ impl TokenizerTask {
 }
 
 impl TrainTask for TokenizerTask {
+    fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
+        jinn_train::config::normalise::<crate::tokenizer::TokenizerConfig>(stored)
+    }
+
     fn kind(&self) -> &str {
         TOKENIZER_KIND
     }

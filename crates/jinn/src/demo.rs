@@ -239,5 +239,14 @@ fn run_stage(stage: &Stage, out: &Path, data: &Path, sets: &[String]) -> anyhow:
         argv[1..].join(" ").replacen(stage.name, &format!("train {}", stage.name), 1)
     );
     let cli = TrainCli::try_parse_from(&argv).context("building the stage's `jinn train` command")?;
-    train::run(cli.command).with_context(|| format!("demo stage `{}` ({})", stage.name, run_dir.display()))
+    let resuming = !done.is_empty();
+    train::run(cli.command).with_context(|| {
+        let hint = if resuming {
+            "; it was resumed, and a run started with another config (e.g. by an older jinn) cannot \
+             resume: delete that directory, or pass another --out, to train the stage afresh"
+        } else {
+            ""
+        };
+        format!("demo stage `{}` ({}){hint}", stage.name, run_dir.display())
+    })
 }

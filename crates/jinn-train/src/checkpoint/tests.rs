@@ -125,15 +125,31 @@ fn wrong_model_shape_or_kind_is_refused() {
     let err = ckpt.load_model(other).unwrap_err().to_string();
     assert!(err.contains("model.safetensors"), "{err}");
 
-    let err = ckpt.state.ensure_compatible(&dir, "lam", None).unwrap_err().to_string();
+    let err = ckpt.state.ensure_compatible(&dir, "lam", None, |m| m.clone()).unwrap_err().to_string();
     assert!(err.contains("`tiny`") && err.contains("`lam`"), "{err}");
     let err = ckpt
         .state
-        .ensure_compatible(&dir, "tiny", Some(&serde_json::json!({"dim": 8})))
+        .ensure_compatible(&dir, "tiny", Some(&serde_json::json!({"dim": 8})), |m| m.clone())
         .unwrap_err()
         .to_string();
     assert!(err.contains("model.dim") && err.contains('4') && err.contains('8'), "{err}");
-    ckpt.state.ensure_compatible(&dir, "tiny", Some(&serde_json::json!({"dim": 4}))).unwrap();
+    ckpt.state.ensure_compatible(&dir, "tiny", Some(&serde_json::json!({"dim": 4})), |m| m.clone()).unwrap();
+
+    // A field added since the checkpoint was written: compared as stored it is a difference;
+    // read through the config type it takes its default, so only a non-default value differs.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Grown {
+        dim: usize,
+        #[serde(default)]
+        gate: bool,
+    }
+    let grown = |gate: bool| serde_json::json!({"dim": 4, "gate": gate});
+    let err = ckpt.state.ensure_compatible(&dir, "tiny", Some(&grown(false)), |m| m.clone()).unwrap_err();
+    assert!(err.to_string().contains("model.gate"), "{err}");
+    let typed = crate::config::normalise::<Grown>;
+    ckpt.state.ensure_compatible(&dir, "tiny", Some(&grown(false)), typed).unwrap();
+    let err = ckpt.state.ensure_compatible(&dir, "tiny", Some(&grown(true)), typed).unwrap_err();
+    assert!(err.to_string().contains("model.gate") && err.to_string().contains("true"), "{err}");
 }
 
 /// Naive retention: keep a step iff it is among the `k` largest or a multiple of `p`.
