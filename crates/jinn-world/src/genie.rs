@@ -118,7 +118,7 @@ impl ActionConfig {
                 }
                 if *co_train {
                     return Err(NnError::InvalidConfig {
-                        field: "dynamics.lam_code_embedding",
+                        field: "model.lam_code_embedding",
                         reason: "needs a trained LAM (--lam RUN; set it to false to co-train one): a co-trained LAM would get no gradient \
                                  through its code indices"
                             .into(),

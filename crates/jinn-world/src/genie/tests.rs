@@ -217,7 +217,7 @@ fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("lam_code_embedding") && err.contains("--lam"), "{err}");
+    assert!(err.contains("model.lam_code_embedding") && err.contains("--lam"), "{err}");
 }
 
 fn bits_of(t: Tensor<2>) -> Vec<u32> {

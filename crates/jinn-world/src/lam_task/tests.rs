@@ -28,13 +28,17 @@ fn run_cfg() -> LamRunConfig {
 
 use crate::task_common::test_support::run_options as opts;
 
-#[test]
-fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {
+/// A temporary root holding the tiny dataset in `root/data`, the run config and a device.
+fn setup() -> (tempfile::TempDir, std::path::PathBuf, LamRunConfig, Device) {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("data");
     tiny_dataset(&data);
-    let cfg = run_cfg();
-    let device = Device::flex().autodiff();
+    (root, data, run_cfg(), Device::flex().autodiff())
+}
+
+#[test]
+fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {
+    let (root, data, cfg, device) = setup();
     let init = cfg.model.init(&device).unwrap();
     let init_bits = crate::genie::tests::bits(&init);
 
@@ -67,11 +71,7 @@ fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {
 
 #[test]
 fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("data");
-    tiny_dataset(&data);
-    let cfg = run_cfg();
-    let device = Device::flex().autodiff();
+    let (_root, data, cfg, device) = setup();
     let mut task = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device).unwrap();
     let metrics = task.validate(0, 2).unwrap();
 
@@ -99,4 +99,20 @@ fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
     assert!((0.0..=1.0).contains(&expected));
     assert_eq!(metrics["code_max_cos"], model.vq.max_code_cosine());
     assert!((-1.0..=1.0 + 1e-9).contains(&metrics["code_max_cos"]));
+}
+
+/// A LAM checkpoint written before `encoder_frame_difference` existed reads as the default
+/// (so `--resume` accepts it), while a stored non-default value stays visible.
+#[test]
+fn stored_model_config_without_newer_keys_reads_as_their_defaults() {
+    let (_root, data, cfg, device) = setup();
+    let task = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device).unwrap();
+    let current = jinn_train::config::to_json(&cfg.model);
+    let mut older = current.clone();
+    older.as_object_mut().unwrap().remove("encoder_frame_difference").unwrap();
+    assert_ne!(older, current);
+    assert_eq!(task.normalise_model_config(&older), current);
+    let mut other = current.clone();
+    other["encoder_frame_difference"] = serde_json::json!(true);
+    assert_eq!(task.normalise_model_config(&other), other);
 }
