@@ -95,9 +95,32 @@ pub fn nmi(a: &[i64], b: &[i64], norm: Normalisation) -> Result<f64, NmiError> {
     Ok((mi.max(0.0) / denom).min(1.0))
 }
 
+/// Counts of each `(code, action)` pair: row `c`, column `a` holds how many items have
+/// `codes[i] == c` and `actions[i] == a`; the table is `(max code + 1) × (max action + 1)`
+/// (labels are indices ≥ 0; negative ones are skipped). Shows *which* distinctions the codes
+/// make, which the single NMI number hides.
+pub fn code_action_counts(codes: &[i64], actions: &[i64]) -> Vec<Vec<usize>> {
+    let size = |v: &[i64]| v.iter().copied().max().map_or(0, |m| (m.max(-1) + 1) as usize);
+    let mut table = vec![vec![0usize; size(actions)]; size(codes)];
+    for (&c, &a) in codes.iter().zip(actions) {
+        if c >= 0 && a >= 0 {
+            table[c as usize][a as usize] += 1;
+        }
+    }
+    table
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_action_counts_tally_every_pair() {
+        let codes = [0, 2, 2, 0, 2, -1];
+        let actions = [1, 0, 0, 1, 1, 0];
+        assert_eq!(code_action_counts(&codes, &actions), vec![vec![0, 2], vec![0, 0], vec![2, 1]]);
+        assert!(code_action_counts(&[], &[]).is_empty());
+    }
 
     #[test]
     fn transitions_pair_with_the_action_taken_before_them() {

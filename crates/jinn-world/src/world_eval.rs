@@ -22,7 +22,7 @@
 //! causal, so a frame is decoded with its predecessors as context), rounded to `u8` as in
 //! `jinn sample`, and scored with [`jinn_data::metrics`].
 
-use crate::nmi::{nmi, pair_transitions, Normalisation};
+use crate::nmi::{code_action_counts, nmi, pair_transitions, Normalisation};
 use crate::sample::SamplerConfig;
 use crate::task_common::{model_err, to_u8};
 use crate::tokenizer::frames_to_unit;
@@ -103,6 +103,9 @@ pub struct WorldMetrics {
     pub nmi_arithmetic: Option<f64>,
     /// Transitions the NMI was computed over.
     pub nmi_transitions: usize,
+    /// How often each LAM code (row) met each recorded action (column) over those
+    /// transitions; `None` without recorded actions.
+    pub code_action_counts: Option<Vec<Vec<usize>>>,
 }
 
 impl WorldEval {
@@ -133,6 +136,45 @@ impl WorldEval {
     /// Clips added so far.
     pub fn clips(&self) -> usize {
         self.clips
+    }
+
+    /// Transitions paired with a LAM code so far (from [`WorldEval::add_batch`] and
+    /// [`WorldEval::add_lam_codes`]).
+    pub fn lam_transitions(&self) -> usize {
+        self.lam_codes.len()
+    }
+
+    /// Only the LAM/true-action pairs of the first `clips` clips of `batch` (no sampling):
+    /// the NMI is cheap, so it can be measured on many more clips than the rollouts. A model
+    /// without a LAM or a batch without recorded actions adds nothing.
+    pub fn add_lam_codes<'a>(
+        &mut self,
+        model: impl Into<World<'a>>,
+        batch: &Batch,
+        clips: usize,
+    ) -> Result<()> {
+        let world: World<'a> = model.into();
+        let (b, s) = (clips.min(batch.batch_size), batch.seq_len);
+        let Some(recorded) = recorded_actions(batch, b).filter(|_| b > 0) else {
+            return Ok(());
+        };
+        let shape = batch.frame_shape;
+        let device = world.device();
+        let frames = &batch.videos[..b * s * shape.frame_bytes()]; // [b, s, h, w, c] u8
+        let videos = frames_to_unit(frames, [b, s, shape.height, shape.width, shape.channels], &device);
+        let recorded_t = Tensor::<2, Int>::from_data(TensorData::new(recorded.clone(), [b, s]), &device);
+        let (_, lam_ids) = world.latent_actions(videos, Some(recorded_t)).map_err(model_err)?;
+        self.pair_codes(lam_ids, Some(&recorded), b, s);
+        Ok(())
+    }
+
+    /// Pair the LAM codes `[b·(s−1)]` (when the model has a LAM) with the recorded actions
+    /// `[b, s]` (when the data has them).
+    fn pair_codes(&mut self, lam_ids: Option<Tensor<1, Int>>, recorded: Option<&[i64]>, b: usize, s: usize) {
+        if let (Some(ids), Some(recorded)) = (lam_ids, recorded) {
+            let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
+            pair_transitions(&ids, recorded, b, s, &mut self.lam_codes, &mut self.true_actions);
+        }
     }
 
     /// Evaluate the first `clips` clips of `batch` (clips of exactly `C + G` frames) with
@@ -172,11 +214,7 @@ impl WorldEval {
             .map(|ids| Tensor::<2, Int>::from_data(TensorData::new(ids.clone(), [b, s]), &device));
         let encoded = world.encode(videos.clone()).map_err(model_err)?; // tokens [b, s, n] or latents [b, s, n, l]
         let (actions, lam_ids) = world.latent_actions(videos, recorded_t).map_err(model_err)?; // [b, s−1, la]
-
-        if let (Some(ids), Some(recorded)) = (lam_ids, &recorded) {
-            let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
-            pair_transitions(&ids, recorded, b, s, &mut self.lam_codes, &mut self.true_actions);
-        }
+        self.pair_codes(lam_ids, recorded.as_deref(), b, s);
 
         let sampler = SamplerConfig {
             seed: self.cfg.sampler.seed.wrapping_add(self.batches),
@@ -250,6 +288,8 @@ impl WorldEval {
             nmi: nmi_g,
             nmi_arithmetic: nmi_a,
             nmi_transitions: self.lam_codes.len(),
+            code_action_counts: (!self.lam_codes.is_empty())
+                .then(|| code_action_counts(&self.lam_codes, &self.true_actions)),
         })
     }
 }

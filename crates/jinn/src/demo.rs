@@ -133,6 +133,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             data: data.clone(),
             split: "val".into(),
             episodes: a.eval_episodes,
+            nmi_clips: 256,
             batch_size: 4,
             context: 1,
             frames: a.frames,

@@ -101,8 +101,8 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
         #[rustfmt::skip]
         let mut args = vec![
             "eval", "world", "--ckpt", ckpt.to_str().unwrap(), "--data", data.to_str().unwrap(),
-            "--episodes", "3", "--batch-size", "2", "--frames", "2", "--steps", "2",
-            "--out", eval_out.to_str().unwrap(),
+            "--episodes", "3", "--nmi-clips", "5", "--batch-size", "2", "--frames", "2",
+            "--steps", "2", "--out", eval_out.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
         jinn(&args)
@@ -112,7 +112,15 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
     assert!(text(&o).contains("rollout PSNR"), "{}", text(&o));
     let m = eval_metrics(&eval_out.join("metrics.json"));
     assert_eq!(m["clips"].as_u64(), Some(3), "{m}");
-    assert_eq!(m["nmi_transitions"].as_u64(), Some(3 * 2), "3 clips × 2 transitions: {m}");
+    assert_eq!(m["nmi_transitions"].as_u64(), Some(5 * 2), "--nmi-clips 5 × 2 transitions: {m}");
+    let counts: u64 = m["code_action_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap())
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(counts, 5 * 2, "the code × action table counts every transition: {m}");
     let nmi = m["nmi"].as_f64().expect("breakout records actions: an NMI");
     assert!((0.0..=1.0).contains(&nmi), "{m}");
     let per_frame =

@@ -71,6 +71,8 @@ fn metrics_are_consistent_and_per_clip() {
         let random = eval.random_psnr[x] / 2.0;
         assert!(close(*d, r - random), "{d} vs {r} − {random}");
     }
+    let counts = m.code_action_counts.clone().unwrap();
+    assert_eq!(counts.iter().flatten().sum::<usize>(), m.nmi_transitions, "{counts:?}");
     let nmi = m.nmi.unwrap();
     assert!((0.0..=1.0).contains(&nmi) && (0.0..=1.0).contains(&m.nmi_arithmetic.unwrap()), "{m:?}");
     for v in [m.next_frame_psnr, m.next_frame_ssim, m.rollout_psnr, m.rollout_ssim, m.random_action_psnr] {
@@ -96,7 +98,7 @@ fn only_the_first_clips_count_and_actionless_data_has_no_nmi() {
     let mut eval = WorldEval::new(config()).unwrap();
     eval.add_batch(&genie, &batch(2, None), 1).unwrap();
     let m = eval.finish().unwrap();
-    assert_eq!((m.clips, m.nmi, m.nmi_transitions), (1, None, 0));
+    assert_eq!((m.clips, m.nmi, m.nmi_transitions, m.code_action_counts), (1, None, 0, None));
 }
 
 #[test]
@@ -181,4 +183,25 @@ fn diffusion_models_are_evaluated_like_token_models() {
     };
     let err = WorldEval::new(wrong).unwrap().add_batch(&model, &both, 1).unwrap_err().to_string();
     assert!(err.contains("K = 3"), "{err}");
+}
+
+/// Clips added with `add_lam_codes` count towards the NMI exactly as evaluated clips do, but
+/// not towards the clip count; data without recorded actions adds no pairs.
+#[test]
+fn lam_only_clips_add_the_same_code_action_pairs() {
+    let genie = lam_genie();
+    let both = batch(2, Some(vec![0, 1, 2, 1, 1, 0]));
+    let mut full = WorldEval::new(config()).unwrap();
+    full.add_batch(&genie, &both, 2).unwrap();
+    let mut mixed = WorldEval::new(config()).unwrap();
+    mixed.add_batch(&genie, &both, 1).unwrap();
+    mixed.add_lam_codes(&genie, &clip(&both, 1), 1).unwrap();
+    mixed.add_lam_codes(&genie, &batch(2, None), 2).unwrap();
+    assert_eq!((mixed.clips(), mixed.lam_transitions()), (1, 4));
+    assert_eq!(
+        (mixed.lam_codes.clone(), mixed.true_actions.clone()),
+        (full.lam_codes.clone(), full.true_actions.clone())
+    );
+    let (f, m) = (full.finish().unwrap(), mixed.finish().unwrap());
+    assert_eq!((f.nmi, f.code_action_counts), (m.nmi, m.code_action_counts));
 }

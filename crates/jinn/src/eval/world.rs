@@ -34,6 +34,11 @@ pub struct EvalWorldArgs {
     /// per episode while the split has enough episodes).
     #[arg(long, default_value_t = 16)]
     pub episodes: usize,
+    /// Clips whose LAM codes the NMI is computed over (at least `--episodes`: the evaluated
+    /// clips, then further clips that only the LAM encodes; the NMI of 16 clips, 240
+    /// transitions, moves by ±0.05 between draws).
+    #[arg(long, default_value_t = 256)]
+    pub nmi_clips: usize,
     /// Clips sampled together.
     #[arg(long, default_value_t = 4)]
     pub batch_size: usize,
@@ -157,6 +162,18 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         progress.set(eval.clips() as u64, "");
     }
     progress.finish();
+    let mut nmi_clips = a.episodes;
+    if eval.lam_transitions() > 0 {
+        while nmi_clips < a.nmi_clips {
+            let batch = loader
+                .next()
+                .with_context(|| format!("{}: the loader yielded no clip", split.display()))??;
+            let take = (a.nmi_clips - nmi_clips).min(batch.batch_size);
+            eval.add_lam_codes(&model, &batch, take)
+                .with_context(|| format!("LAM codes of clips of {}", split.display()))?;
+            nmi_clips += take;
+        }
+    }
     let metrics = eval.finish()?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let json = serde_json::json!({
@@ -172,6 +189,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         "argmax": a.sampler.argmax,
         "seed": a.seed,
         "seconds": started.elapsed().as_secs_f64(),
+        "nmi_clips": nmi_clips,
         "nmi_normalisation": "geometric: I / sqrt(H(codes) H(actions)); nmi_arithmetic: I / ((H + H) / 2)",
         "metrics": metrics,
     });
@@ -196,6 +214,13 @@ pub fn print_table(m: &WorldMetrics) {
     ];
     for (name, value, target) in rows {
         println!("  {name:<38} {value:>9}  {target}");
+    }
+    if let Some(counts) = &m.code_action_counts {
+        println!("  transitions per LAM code (rows) and recorded action (columns):");
+        for (code, row) in counts.iter().enumerate() {
+            let cells: Vec<String> = row.iter().map(|n| format!("{n:>6}")).collect();
+            println!("  {code:>5} {}", cells.join(""));
+        }
     }
     println!("  {:>5} {:>12} {:>12} {:>9}", "frame", "rollout PSNR", "rollout SSIM", "ΔPSNR");
     for i in 0..m.frames {
