@@ -57,12 +57,18 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9 * a.abs().max(1.0)
 }
 
-#[test]
-fn metrics_are_consistent_and_per_clip() {
+/// The LAM model, a two-clip batch with recorded actions and an evaluation of both clips.
+fn evaluated_two_clips() -> (Genie, Batch, WorldEval) {
     let genie = lam_genie();
     let both = batch(2, Some(vec![0, 1, 2, 1, 1, 0]));
     let mut eval = WorldEval::new(config()).unwrap();
     eval.add_batch(&genie, &both, 2).unwrap();
+    (genie, both, eval)
+}
+
+#[test]
+fn metrics_are_consistent_and_per_clip() {
+    let (genie, both, eval) = evaluated_two_clips();
     let m = eval.finish().unwrap();
     assert_eq!((m.clips, m.rollout_psnr_per_frame.len(), m.nmi_transitions), (2, 2, 4));
     // The first generated frame comes from the true context either way: same sample.
@@ -189,10 +195,7 @@ fn diffusion_models_are_evaluated_like_token_models() {
 /// not towards the clip count; data without recorded actions adds no pairs.
 #[test]
 fn lam_only_clips_add_the_same_code_action_pairs() {
-    let genie = lam_genie();
-    let both = batch(2, Some(vec![0, 1, 2, 1, 1, 0]));
-    let mut full = WorldEval::new(config()).unwrap();
-    full.add_batch(&genie, &both, 2).unwrap();
+    let (genie, both, full) = evaluated_two_clips();
     let mut mixed = WorldEval::new(config()).unwrap();
     mixed.add_batch(&genie, &both, 1).unwrap();
     mixed.add_lam_codes(&genie, &clip(&both, 1), 1).unwrap();
