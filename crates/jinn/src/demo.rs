@@ -6,7 +6,7 @@
 //! CLI). A stage is finished when its run holds a checkpoint at its final step; a second
 //! `jinn demo` skips finished stages and resumes a half-finished one.
 
-use crate::eval::world::{evaluate_world, print_table, EvalWorldArgs};
+use crate::eval::world::{evaluate_world, print_table, EvalWorldArgs, DEFAULT_NMI_CLIPS};
 use crate::sample::{sample_rollout, SampleArgs};
 use crate::sampler_args::SamplerArgs;
 use crate::train::{self, TrainCommand};
@@ -133,7 +133,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             data: data.clone(),
             split: "val".into(),
             episodes: a.eval_episodes,
-            nmi_clips: 256,
+            nmi_clips: DEFAULT_NMI_CLIPS,
             batch_size: 4,
             context: 1,
             frames: a.frames,

@@ -37,7 +37,7 @@ pub struct EvalWorldArgs {
     /// Clips whose LAM codes the NMI is computed over (at least `--episodes`: the evaluated
     /// clips, then further clips that only the LAM encodes; the NMI of 16 clips, 240
     /// transitions, moves by ±0.05 between draws).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = DEFAULT_NMI_CLIPS)]
     pub nmi_clips: usize,
     /// Clips sampled together.
     #[arg(long, default_value_t = 4)]
@@ -61,6 +61,10 @@ pub struct EvalWorldArgs {
     #[arg(long, default_value = "cpu")]
     pub device: DeviceSpec,
 }
+
+/// Clips the NMI is taken over unless `--nmi-clips` says otherwise (3840 transitions of 16
+/// frames).
+pub const DEFAULT_NMI_CLIPS: usize = 256;
 
 /// Run `jinn eval world`: evaluate, write metrics.json, print the table (with `--compare`:
 /// every run, then one comparison table).
@@ -175,6 +179,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         }
     }
     let metrics = eval.finish()?;
+    let nmi_clips = if metrics.nmi.is_some() { nmi_clips } else { 0 };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let json = serde_json::json!({
         "checkpoint": a.ckpt,
@@ -217,6 +222,9 @@ pub fn print_table(m: &WorldMetrics) {
     }
     if let Some(counts) = &m.code_action_counts {
         println!("  transitions per LAM code (rows) and recorded action (columns):");
+        let actions = counts.first().map_or(0, Vec::len);
+        let header: Vec<String> = (0..actions).map(|a| format!("{:>6}", format!("a{a}"))).collect();
+        println!("  {:>5} {}", "code", header.join(""));
         for (code, row) in counts.iter().enumerate() {
             let cells: Vec<String> = row.iter().map(|n| format!("{n:>6}")).collect();
             println!("  {code:>5} {}", cells.join(""));
