@@ -94,6 +94,15 @@ pub fn linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
     }
 }
 
+/// A dense layer `d_in → d_out` with zero kernel and bias: it outputs 0 until trained (the
+/// last layer of a residual branch that should start as the identity).
+pub fn zero_linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
+    Linear {
+        weight: lazy_param([d_in, d_out], device, move |dev| Tensor::zeros([d_in, d_out], dev)), // [d_in, d_out]
+        bias: Some(lazy_param([d_out], device, move |dev| Tensor::zeros([d_out], dev))),         // [d_out]
+    }
+}
+
 /// LayerNorm over `d` features, scale 1, bias 0, epsilon 1e-6 (jasmine spec §1.4).
 pub fn layer_norm(d: usize, device: &Device) -> LayerNorm {
     LayerNormConfig::new(d).with_epsilon(LAYER_NORM_EPS).init(device)

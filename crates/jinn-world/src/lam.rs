@@ -6,8 +6,9 @@
 //! the previous frame, `[B, T, N+1, 2P]`) `[B, T, N+1, L]` → the slot-0 outputs of frames
 //! `1..T−1` are the latent actions `[B, T−1, L]` (frame `t`'s action is computed from frames
 //! `0..t`) → vector quantiser (6 codes by default) → decoder: `patch_up(patches of frames 0..T−2) + action_up(z_q)`
-//! `[B, T−1, N, M]` → axial transformer (spatial full, temporal causal) → sigmoid →
-//! unpatchify: a prediction of frames `1..T−1`.
+//! `[B, T−1, N, M]` → axial transformer (spatial full, temporal causal) → sigmoid (with
+//! `decoder_residual`: added to the logits of frame `t−1` first) → unpatchify: a prediction of
+//! frames `1..T−1`.
 //!
 //! Loss: `MSE(recon, videos[:, 1..]) + q_loss + β·commitment`. The dead-code reset lives in
 //! the training task ([`crate::lam_task`]) because it runs after the optimiser update.
@@ -19,7 +20,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Distribution, Int, Tensor};
-use jinn_nn::init::{lazy_param, linear};
+use jinn_nn::init::{lazy_param, linear, zero_linear};
 use jinn_nn::{
     patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, ResetTarget,
     VectorQuantizer, VectorQuantizerConfig, VqOutput,
@@ -67,6 +68,10 @@ pub struct LamConfig {
     /// (`[x_t, x_t − x_{t−1}]`, `2P` wide; zero change for frame 0) instead of the patch alone
     /// (Jasmine: `false`).
     pub encoder_frame_difference: bool,
+    /// Predict each frame as a change of the previous one (Jasmine: `false`):
+    /// `sigmoid(logit(x_{t−1}) + out)` with the decoder's output layer starting at zero, so
+    /// the untrained decoder copies the previous frame and its capacity goes to what moves.
+    pub decoder_residual: bool,
 }
 
 impl Default for LamConfig {
@@ -88,6 +93,7 @@ impl Default for LamConfig {
             reset_threshold: 50,
             reset_to: ResetTarget::default(),
             encoder_frame_difference: false,
+            decoder_residual: false,
         }
     }
 }
@@ -115,10 +121,14 @@ impl LamConfig {
     pub fn init(&self, device: &Device) -> Result<Lam, NnError> {
         let grid = self.grid()?;
         let mut lam = self.init_encoder(device)?;
+        let mut transformer = self.axial(self.model_dim, grid.patch_dim(), self.decoder_blocks, device)?;
+        if self.decoder_residual {
+            transformer.proj_out = zero_linear(self.model_dim, grid.patch_dim(), device);
+        }
         lam.decoder = Some(LamDecoder {
             patch_up: linear(grid.patch_dim(), self.model_dim, device),
             action_up: linear(self.latent_dim, self.model_dim, device),
-            transformer: self.axial(self.model_dim, grid.patch_dim(), self.decoder_blocks, device)?,
+            transformer,
         });
         Ok(lam)
     }
@@ -151,6 +161,7 @@ impl LamConfig {
             channels: self.channels,
             vq_beta: self.vq_beta,
             encoder_frame_difference: self.encoder_frame_difference,
+            decoder_residual: self.decoder_residual,
         })
     }
 }
@@ -189,6 +200,8 @@ pub struct Lam {
     pub vq_beta: f64,
     /// Whether the encoder also sees each patch's change from the previous frame.
     pub encoder_frame_difference: bool,
+    /// Whether the decoder predicts each frame as a change of the previous one.
+    pub decoder_residual: bool,
 }
 
 /// The result of [`Lam::forward_train`].
@@ -329,8 +342,13 @@ impl Lam {
         let l = out.z_q.dims()[1];
         let action = out.z_q.clone().reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
         let context = patches.slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
-        let x = decoder.patch_up.forward(context) + decoder.action_up.forward(action); // [b, t−1, n, m]
-        let pred = sigmoid(decoder.transformer.forward(x)); // [b, t−1, n, p]
+        let x = decoder.patch_up.forward(context.clone()) + decoder.action_up.forward(action); // [b, t−1, n, m]
+        let logits = decoder.transformer.forward(x); // [b, t−1, n, p]
+        let pred = if self.decoder_residual {
+            sigmoid(logit(context) + logits) // [b, t−1, n, p]
+        } else {
+            sigmoid(logits) // [b, t−1, n, p]
+        };
         let recon = unpatchify(pred, self.grid())?; // [b, t−1, h, w, c]
         let [_, _, h, w, c] = videos.dims();
         let target = videos.slice([0..b, 1..t, 0..h, 0..w, 0..c]); // [b, t−1, h, w, c]
@@ -340,6 +358,15 @@ impl Lam {
         let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;
         Ok(LamOutput { recon, indices: out.indices, emb: out.emb.detach(), loss, mse, q_loss, commitment })
     }
+}
+
+/// Pixel values kept away from 0 and 1 before [`logit`], so black and white stay finite.
+const LOGIT_CLAMP: f64 = 1e-3;
+
+/// `ln(x / (1 − x))` of pixel values in `[0, 1]`, clamped to `[1e-3, 1 − 1e-3]` first.
+fn logit<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    let x = x.clamp(LOGIT_CLAMP, 1.0 - LOGIT_CLAMP);
+    (x.clone() / (x.neg() + 1.0)).log()
 }
 
 #[cfg(test)]

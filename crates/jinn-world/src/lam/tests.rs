@@ -22,6 +22,7 @@ pub(crate) fn tiny() -> LamConfig {
         reset_threshold: 50,
         reset_to: ResetTarget::EncoderOutput,
         encoder_frame_difference: false,
+        decoder_residual: false,
     }
 }
 
@@ -178,4 +179,42 @@ fn overfits_one_small_batch() {
     let (first, last) = (losses[0], *losses.last().unwrap());
     eprintln!("LAM overfit: loss {first} → {last}");
     assert!(last * 5.0 <= first, "loss {first} → {last}: less than a 5× drop");
+}
+
+/// With `decoder_residual` the untrained decoder (zero output layer) predicts every frame as
+/// the previous one (clamped to `[1e-3, 1 − 1e-3]`, checked against a host copy); training
+/// still moves the prediction and overfits a small batch like the plain decoder does.
+#[test]
+fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
+    let device = Device::flex().autodiff();
+    device.seed(4);
+    let cfg = LamConfig { decoder_residual: true, ..tiny() };
+    let mut lam = cfg.init(&device).unwrap();
+    assert_eq!(lam.num_params(), jasmine_lam_params(&cfg));
+    let (b, t) = (2, 4);
+    let frames = moving_square(b, t);
+    let x = crate::frames_to_unit(&frames, [b, t, 16, 16, 3], &device);
+    let recon = floats(lam.forward_eval(x.clone()).unwrap().recon); // [b, t−1, 16, 16, 3]
+    let fb = 16 * 16 * 3;
+    for bi in 0..b {
+        for ti in 1..t {
+            let got = &recon[(bi * (t - 1) + ti - 1) * fb..(bi * (t - 1) + ti) * fb];
+            let previous = &frames[(bi * t + ti - 1) * fb..(bi * t + ti) * fb];
+            for (g, &v) in got.iter().zip(previous) {
+                let want = (v as f32 / 255.0).clamp(1e-3, 1.0 - 1e-3);
+                assert!((g - want).abs() < 1e-5, "clip {bi} frame {ti}: {g} vs {want}");
+            }
+        }
+    }
+    let mut optim = OptimConfig::default().init().unwrap();
+    let mut losses = Vec::new();
+    for step in 0..80 {
+        let mut rng = jinn_data::rng::rng_for(0, "test", step);
+        let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+        losses.push(out.loss.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
+        lam = optim.step(3e-3, lam, grads);
+    }
+    let (first, last) = (losses[0], *losses.last().unwrap());
+    assert!(last * 5.0 <= first, "residual LAM loss {first} → {last}: less than a 5× drop");
 }
