@@ -165,20 +165,25 @@ pub(crate) fn moving_square(b: usize, t: usize) -> Vec<u8> {
 fn overfits_one_small_batch() {
     let device = Device::flex().autodiff();
     device.seed(3);
-    let mut lam = tiny().init(&device).unwrap();
-    let mut optim = OptimConfig::default().init().unwrap();
+    let lam = tiny().init(&device).unwrap();
     let x = crate::frames_to_unit(&moving_square(2, 4), [2, 4, 16, 16, 3], &device);
+    let (first, last) = first_and_last_loss(lam, x, 80);
+    eprintln!("LAM overfit: loss {first} → {last}");
+    assert!(last * 5.0 <= first, "loss {first} → {last}: less than a 5× drop");
+}
+
+/// Trains `lam` on the one batch `x` for `steps` AdamW steps (lr 3e-3); the first and last loss.
+fn first_and_last_loss(mut lam: Lam, x: Tensor<5>, steps: u64) -> (f32, f32) {
+    let mut optim = OptimConfig::default().init().unwrap();
     let mut losses = Vec::new();
-    for step in 0..80 {
+    for step in 0..steps {
         let mut rng = jinn_data::rng::rng_for(0, "test", step);
         let out = lam.forward_train(x.clone(), &mut rng).unwrap();
         losses.push(out.loss.clone().into_scalar::<f32>());
         let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
         lam = optim.step(3e-3, lam, grads);
     }
-    let (first, last) = (losses[0], *losses.last().unwrap());
-    eprintln!("LAM overfit: loss {first} → {last}");
-    assert!(last * 5.0 <= first, "loss {first} → {last}: less than a 5× drop");
+    (losses[0], *losses.last().unwrap())
 }
 
 /// With `decoder_residual` the untrained decoder (zero output layer) predicts every frame as
@@ -189,7 +194,7 @@ fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
     let device = Device::flex().autodiff();
     device.seed(4);
     let cfg = LamConfig { decoder_residual: true, ..tiny() };
-    let mut lam = cfg.init(&device).unwrap();
+    let lam = cfg.init(&device).unwrap();
     assert_eq!(lam.num_params(), jasmine_lam_params(&cfg));
     let (b, t) = (2, 4);
     let frames = moving_square(b, t);
@@ -206,15 +211,6 @@ fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
             }
         }
     }
-    let mut optim = OptimConfig::default().init().unwrap();
-    let mut losses = Vec::new();
-    for step in 0..80 {
-        let mut rng = jinn_data::rng::rng_for(0, "test", step);
-        let out = lam.forward_train(x.clone(), &mut rng).unwrap();
-        losses.push(out.loss.clone().into_scalar::<f32>());
-        let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
-        lam = optim.step(3e-3, lam, grads);
-    }
-    let (first, last) = (losses[0], *losses.last().unwrap());
+    let (first, last) = first_and_last_loss(lam, x, 80);
     assert!(last * 5.0 <= first, "residual LAM loss {first} → {last}: less than a 5× drop");
 }
