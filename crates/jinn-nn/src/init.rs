@@ -98,8 +98,9 @@ pub fn linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
 /// last layer of a residual branch that should start as the identity).
 pub fn zero_linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
     Linear {
-        weight: lazy_param([d_in, d_out], device, move |dev| Tensor::zeros([d_in, d_out], dev)), // [d_in, d_out]
-        bias: Some(lazy_param([d_out], device, move |dev| Tensor::zeros([d_out], dev))),         // [d_out]
+        // [d_in, d_out]
+        weight: lazy_param([d_in, d_out], device, move |dev| Tensor::zeros([d_in, d_out], dev)),
+        bias: Some(lazy_param([d_out], device, move |dev| Tensor::zeros([d_out], dev))), // [d_out]
     }
 }
 

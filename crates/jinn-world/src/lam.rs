@@ -342,7 +342,8 @@ impl Lam {
         let l = out.z_q.dims()[1];
         let action = out.z_q.clone().reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
         let context = patches.slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
-        let x = decoder.patch_up.forward(context.clone()) + decoder.action_up.forward(action); // [b, t−1, n, m]
+                                                                   // [b, t−1, n, m]
+        let x = decoder.patch_up.forward(context.clone()) + decoder.action_up.forward(action);
         let logits = decoder.transformer.forward(x); // [b, t−1, n, p]
         let pred = if self.decoder_residual {
             sigmoid(logit(context) + logits) // [b, t−1, n, p]
@@ -363,7 +364,8 @@ impl Lam {
 /// Pixel values kept away from 0 and 1 before [`logit`], so black and white stay finite.
 const LOGIT_CLAMP: f64 = 1e-3;
 
-/// `ln(x / (1 − x))` of pixel values in `[0, 1]`, clamped to `[1e-3, 1 − 1e-3]` first.
+/// `ln(x / (1 − x))` of pixel values in `[0, 1]`, clamped to `[LOGIT_CLAMP, 1 − LOGIT_CLAMP]`
+/// first.
 fn logit<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     let x = x.clamp(LOGIT_CLAMP, 1.0 - LOGIT_CLAMP);
     (x.clone() / (x.neg() + 1.0)).log()

@@ -187,7 +187,8 @@ fn first_and_last_loss(mut lam: Lam, x: Tensor<5>, steps: u64) -> (f32, f32) {
 }
 
 /// With `decoder_residual` the untrained decoder (zero output layer) predicts every frame as
-/// the previous one (clamped to `[1e-3, 1 − 1e-3]`, checked against a host copy); training
+/// the previous one (clamped to `[LOGIT_CLAMP, 1 − LOGIT_CLAMP]`, checked against a host copy,
+/// with a black and a white pixel in every frame so the clamp matters); training
 /// still moves the prediction and overfits a small batch like the plain decoder does.
 #[test]
 fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
@@ -197,7 +198,11 @@ fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
     let lam = cfg.init(&device).unwrap();
     assert_eq!(lam.num_params(), jasmine_lam_params(&cfg));
     let (b, t) = (2, 4);
-    let frames = moving_square(b, t);
+    let mut frames = moving_square(b, t);
+    for frame in frames.chunks_mut(16 * 16 * 3) {
+        frame[..3].fill(0); // a black pixel
+        frame[3..6].fill(255); // a white pixel
+    }
     let x = crate::frames_to_unit(&frames, [b, t, 16, 16, 3], &device);
     let recon = floats(lam.forward_eval(x.clone()).unwrap().recon); // [b, t−1, 16, 16, 3]
     let fb = 16 * 16 * 3;
@@ -206,7 +211,8 @@ fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
             let got = &recon[(bi * (t - 1) + ti - 1) * fb..(bi * (t - 1) + ti) * fb];
             let previous = &frames[(bi * t + ti - 1) * fb..(bi * t + ti) * fb];
             for (g, &v) in got.iter().zip(previous) {
-                let want = (v as f32 / 255.0).clamp(1e-3, 1.0 - 1e-3);
+                let clamp = LOGIT_CLAMP as f32;
+                let want = (v as f32 / 255.0).clamp(clamp, 1.0 - clamp);
                 assert!((g - want).abs() < 1e-5, "clip {bi} frame {ti}: {g} vs {want}");
             }
         }

@@ -101,7 +101,8 @@ fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
     assert!((-1.0..=1.0 + 1e-9).contains(&metrics["code_max_cos"]));
 }
 
-/// A LAM checkpoint written before `encoder_frame_difference` existed reads as the default
+/// A LAM checkpoint written before `encoder_frame_difference` and `decoder_residual` existed
+/// reads as the default
 /// (so `--resume` accepts it), while a stored non-default value stays visible.
 #[test]
 fn stored_model_config_without_newer_keys_reads_as_their_defaults() {
@@ -109,7 +110,9 @@ fn stored_model_config_without_newer_keys_reads_as_their_defaults() {
     let task = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device).unwrap();
     let current = jinn_train::config::to_json(&cfg.model);
     let mut older = current.clone();
-    older.as_object_mut().unwrap().remove("encoder_frame_difference").unwrap();
+    for newer in ["encoder_frame_difference", "decoder_residual"] {
+        older.as_object_mut().unwrap().remove(newer).unwrap();
+    }
     assert_ne!(older, current);
     assert_eq!(task.normalise_model_config(&older), current);
     let mut other = current.clone();
