@@ -102,8 +102,8 @@ fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
 }
 
 /// A LAM checkpoint written before `encoder_frame_difference` and `decoder_residual` existed
-/// reads as the default
-/// (so `--resume` accepts it), while a stored non-default value stays visible.
+/// reads as the defaults (so `--resume` accepts it), while a stored non-default value stays
+/// visible.
 #[test]
 fn stored_model_config_without_newer_keys_reads_as_their_defaults() {
     let (_root, data, cfg, device) = setup();
