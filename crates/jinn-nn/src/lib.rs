@@ -14,6 +14,7 @@ pub mod axial;
 pub mod axial_cache;
 pub mod dense;
 pub mod error;
+pub mod flops;
 pub mod init;
 pub mod patch;
 pub mod position;

@@ -99,6 +99,13 @@ pub trait TrainTask {
     fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
         stored.clone()
     }
+
+    /// Multiply-accumulates of the dense layers and attention matmuls of one training step,
+    /// where the task can count them (`jinn bench train` reports them as FLOPs and as a time
+    /// floor). Default: not counted.
+    fn step_macs(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Settings of one call to [`run`] besides the [`TrainConfig`].

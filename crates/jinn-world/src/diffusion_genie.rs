@@ -10,8 +10,8 @@
 use crate::diffusion::{draw_corruption, DiffusionDynamics, DiffusionOutput};
 use crate::dynamics::{DynamicsConfig, DynamicsKind};
 use crate::genie::{
-    action_table, component_checkpoint, infer_actions, load_mae_tokenizer, resolve_actions, ActionConfig,
-    ActionSource, GenieConfig, DYNAMICS_KIND,
+    action_table, component_checkpoint, infer_actions, load_mae_tokenizer, resolve_actions, ActionSource,
+    GenieConfig, DYNAMICS_KIND,
 };
 use crate::lam::Lam;
 use crate::mae::MaeTokenizer;
@@ -92,7 +92,7 @@ impl DiffusionGenie {
 
     /// Re-apply the freezing of the loaded components (after loading weights).
     pub fn refreeze(self, cfg: &GenieConfig) -> Self {
-        let co_train = matches!(cfg.actions, ActionConfig::Lam { co_train: true, .. });
+        let co_train = cfg.lam_co_trained();
         DiffusionGenie {
             tokenizer: self.tokenizer.no_grad(),
             lam: self.lam.map(|l| if co_train { l } else { l.no_grad() }),

@@ -206,6 +206,11 @@ impl TrainTask for DynamicsTask {
         jinn_train::config::normalise::<crate::genie::GenieConfig>(stored)
     }
 
+    fn step_macs(&self) -> Option<u64> {
+        let (b, t) = (self.cfg.train.batch_size, self.cfg.data.seq_len);
+        self.model.train_step_macs(b, t, self.cfg.model.lam_co_trained())
+    }
+
     fn kind(&self) -> &str {
         DYNAMICS_KIND
     }

@@ -67,6 +67,11 @@ pub struct GenieConfig {
 }
 
 impl GenieConfig {
+    /// Whether the LAM trains along with the dynamics (no LAM checkpoint was given).
+    pub fn lam_co_trained(&self) -> bool {
+        matches!(self.actions, ActionConfig::Lam { co_train: true, .. })
+    }
+
     /// Build the model with fresh parameters (frozen components are marked frozen; load
     /// their weights with [`assemble_genie`] or a whole checkpoint with [`load_genie`]).
     pub fn init(&self, device: &Device) -> std::result::Result<Genie, NnError> {
@@ -258,7 +263,7 @@ impl Genie {
     /// Re-apply the freezing of the loaded components (after loading weights, which may
     /// reset gradient flags).
     pub fn refreeze(self, cfg: &GenieConfig) -> Self {
-        let co_train = matches!(cfg.actions, ActionConfig::Lam { co_train: true, .. });
+        let co_train = cfg.lam_co_trained();
         Genie {
             tokenizer: self.tokenizer.no_grad(),
             lam: self.lam.map(|l| if co_train { l } else { l.no_grad() }),

@@ -207,6 +207,10 @@ impl TrainTask for LamTask {
         jinn_train::config::normalise::<crate::lam::LamConfig>(stored)
     }
 
+    fn step_macs(&self) -> Option<u64> {
+        Some(self.model.train_step_macs(self.cfg.train.batch_size, self.cfg.data.seq_len))
+    }
+
     fn kind(&self) -> &str {
         LAM_KIND
     }

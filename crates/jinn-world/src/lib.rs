@@ -18,6 +18,7 @@ pub mod mae;
 pub mod mae_task;
 pub mod nmi;
 pub mod sample;
+pub mod step_macs;
 mod task_common;
 pub mod tokenizer;
 pub mod tokenizer_eval;

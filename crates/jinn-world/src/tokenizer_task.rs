@@ -152,6 +152,10 @@ impl TrainTask for TokenizerTask {
         jinn_train::config::normalise::<crate::tokenizer::TokenizerConfig>(stored)
     }
 
+    fn step_macs(&self) -> Option<u64> {
+        Some(self.model.train_step_macs(self.cfg.train.batch_size, self.cfg.data.seq_len))
+    }
+
     fn kind(&self) -> &str {
         TOKENIZER_KIND
     }

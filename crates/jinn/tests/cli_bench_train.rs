@@ -1,6 +1,6 @@
 //! `jinn bench train --task lam|dynamics` at tiny sizes: the figures are printed, parse, and
-//! agree with each other (percentiles ordered, ratios = figure / reference); a bad `--task` is a
-//! clear clap error.
+//! agree with each other (percentiles ordered, ratios = figure / reference, step rate and floor
+//! = matmul work / time and / peak); a bad `--task` is a clear clap error.
 
 use std::process::{Command, Output};
 
@@ -66,6 +66,19 @@ fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64
         assert!((time - median / ms).abs() <= 0.008, "{prefix} time ratio: {out}");
         assert!((memory - peak / mb).abs() <= 0.008, "{prefix} memory ratio: {out}");
     }
+
+    // `matmul work: G GFLOP/step (…); the step ran at R GFLOP/s, S% of … peak (P GFLOP/s on …)`
+    // and `compute floor: F ms/step (…); target T ms, …`, all to four significant digits.
+    let work = numbers(&out, "matmul work:");
+    let (gflop, rate, peak_rate) = (work[0], work[1], work[2]);
+    assert!(gflop > 0.0 && peak_rate > 0.0, "{out}");
+    let close = |a: f64, b: f64| (a - b).abs() <= 2e-3 * b.abs();
+    // The median is printed to 0.1 ms, so the rate lies between those of median ± 0.05.
+    let (slow, fast) = (gflop / ((median + 0.05) / 1e3), gflop / ((median - 0.05) / 1e3));
+    assert!(slow * 0.998 <= rate && rate <= fast * 1.002, "step rate: {out}");
+    let floor = numbers(&out, "compute floor:");
+    assert!(close(floor[0], gflop / peak_rate * 1e3), "floor: {out}");
+    assert!((floor[1] - target.0).abs() <= 0.5, "floor target: {out}");
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! `TrainTask::train_step` that `jinn train tokenizer|lam|dynamics` runs) of the tokenizer, the
 //! LAM or the MaskGIT dynamics model and report the median / p10 / p90 ms per step and the peak
 //! resident memory, with their ratios to the issue targets and to Jasmine's figures at
-//! jasmine-small.
+//! jasmine-small, and the step's matmul work with the time floor it sets on the device.
 
+mod roofline;
 mod setup;
 
 use crate::device::DeviceSpec;
@@ -13,7 +14,7 @@ use jinn_data::FrameShape;
 use jinn_train::config::TrainConfig;
 use jinn_train::train_loop::{StepContext, TrainTask};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which model's training step `jinn bench train` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -95,20 +96,22 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
     if a.steps == 0 {
         bail!("--steps must be ≥ 1");
     }
+    // Measured before the task exists, so its data loader's threads do not compete.
+    let peak_gflops = roofline::matmul_peak_gflops(&a.device.device(), Duration::from_secs(1));
     let tmp = tempfile::tempdir()?;
     let device = a.device.device().autodiff();
     match a.task {
         BenchTask::Tokenizer => {
             let (task, train) = setup::tokenizer(&a, tmp.path(), device)?;
-            time_steps(task, &train, &a, &TOKENIZER)
+            time_steps(task, &train, &a, peak_gflops, &TOKENIZER)
         }
         BenchTask::Lam => {
             let (task, train) = setup::lam(&a, tmp.path(), device)?;
-            time_steps(task, &train, &a, &LAM)
+            time_steps(task, &train, &a, peak_gflops, &LAM)
         }
         BenchTask::Dynamics => {
             let (task, train) = setup::dynamics(&a, tmp.path(), device)?;
-            time_steps(task, &train, &a, &DYNAMICS)
+            time_steps(task, &train, &a, peak_gflops, &DYNAMICS)
         }
     }
 }
@@ -120,14 +123,16 @@ fn prepare_train(train: &mut TrainConfig, a: &TrainBenchArgs) {
 }
 
 /// Run the warm-up and timed steps of `task` and print the step-time percentiles, the peak RSS
-/// and their ratios to `reference`.
+/// and their ratios to `reference`, and the step's matmul work against `peak_gflops`.
 fn time_steps<T: TrainTask>(
     mut task: T,
     train: &TrainConfig,
     a: &TrainBenchArgs,
+    peak_gflops: f64,
     reference: &Reference,
 ) -> anyhow::Result<()> {
     let total = a.warmup + a.steps;
+    let macs = task.step_macs();
     let mut times = Vec::with_capacity(a.steps as usize);
     for step in 0..total {
         let ctx = StepContext {
@@ -172,6 +177,9 @@ fn time_steps<T: TrainTask>(
         median / jasmine_ms,
         peak_mb / jasmine_mb
     );
+    if let Some(macs) = macs {
+        roofline::print(macs, median, peak_gflops, target_ms);
+    }
     Ok(())
 }
 
