@@ -81,6 +81,17 @@ impl MultiHeadAttention {
         self.merge_heads(context) // [batch, seq, M]
     }
 
+    /// Unmasked attention of the rows of `queries` `[batch, seq_q, M]` over the rows of
+    /// `context` `[batch, seq, M]` (the keys and values) → `[batch, seq_q, M]`. With `queries`
+    /// a subset of `context`'s rows this is [`MultiHeadAttention::forward`] at those rows, for
+    /// non-causal attention (causal callers pass only the keys a query may see).
+    pub fn forward_cross(&self, queries: Tensor<3>, context: Tensor<3>) -> Tensor<3> {
+        let q = self.split_heads(linear_rows(&self.query, queries)); // [batch, heads, seq_q, head_dim]
+        let k = self.split_heads(linear_rows(&self.key, context.clone())); // [batch, heads, seq, head_dim]
+        let v = self.split_heads(linear_rows(&self.value, context)); // [batch, heads, seq, head_dim]
+        self.merge_heads(attend(q, k, v, false)) // [batch, seq_q, M]
+    }
+
     /// Projects `x` `[batch, seq, M]` to queries, keys and values, each
     /// `[batch, heads, seq, head_dim]`.
     pub fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {

@@ -3,7 +3,7 @@
 //! roofline's compute side). `jinn bench train` turns them into a step's FLOPs and a time
 //! floor. Written here because the counts follow this crate's own layer layout.
 
-use crate::axial::AxialTransformer;
+use crate::axial::{AxialBlock, AxialTransformer};
 use burn::nn::Linear;
 
 /// MACs of the dense layer `linear` (`[I, O]` weight) applied to `rows` rows.
@@ -19,28 +19,61 @@ pub fn attention_macs(sequences: usize, len: usize, d_model: usize) -> u64 {
     2 * sequences as u64 * (len * len) as u64 * d_model as u64
 }
 
+/// MACs of one axial block on `[B, T, N, M]`: the spatial and temporal attention (four
+/// `M → M` projections each, plus their score and value matmuls) and the FFN `M → D → M`.
+fn block_macs(block: &AxialBlock, [b, t, n]: [usize; 3]) -> u64 {
+    let rows = b * t * n;
+    let m = block.ffn_in.weight.dims()[0];
+    let projections: u64 = [&block.attn_spatial, &block.attn_temporal]
+        .into_iter()
+        .flat_map(|a| [&a.query, &a.key, &a.value, &a.output])
+        .map(|l| dense_macs(l, rows))
+        .sum();
+    let ffn = dense_macs(&block.ffn_in, rows) + dense_macs(&block.ffn_out, rows);
+    projections + ffn + attention_macs(b * t, n, m) + attention_macs(b * n, t, m)
+}
+
+/// MACs of [`AxialBlock::forward_slot`] on `[B, T, N, M]`: the slot's query against the keys
+/// and values of the tokens it sees (all `N`, or `slot + 1` under spatial causality), then the
+/// slot's temporal attention and FFN.
+fn block_slot_macs(block: &AxialBlock, [b, t, n]: [usize; 3], slot: usize) -> u64 {
+    let slot_rows = b * t;
+    let m = block.ffn_in.weight.dims()[0];
+    let seen = if block.attn_spatial.causal { slot + 1 } else { n };
+    let a = &block.attn_spatial;
+    let spatial = dense_macs(&a.query, slot_rows)
+        + dense_macs(&a.key, slot_rows * seen)
+        + dense_macs(&a.value, slot_rows * seen)
+        + 2 * (slot_rows * seen * m) as u64
+        + dense_macs(&a.output, slot_rows);
+    let a = &block.attn_temporal;
+    let temporal: u64 =
+        [&a.query, &a.key, &a.value, &a.output].into_iter().map(|l| dense_macs(l, slot_rows)).sum();
+    let ffn = dense_macs(&block.ffn_in, slot_rows) + dense_macs(&block.ffn_out, slot_rows);
+    spatial + temporal + attention_macs(b, t, m) + ffn
+}
+
 impl AxialTransformer {
     /// MACs of one forward pass on an input `[B, T, N, I]` (`shape` = `[B, T, N]`): the stem
-    /// `I → M`, per block the spatial and temporal attention (four `M → M` projections each,
-    /// plus their score and value matmuls) and the FFN `M → D → M`, and the head `M → O`.
+    /// `I → M`, the blocks and the head `M → O`.
     pub fn forward_macs(&self, shape: [usize; 3]) -> u64 {
         let [b, t, n] = shape;
-        let rows = b * t * n;
-        let m = self.proj_in.weight.dims()[1];
-        let blocks: u64 = self
-            .blocks
-            .iter()
-            .map(|block| {
-                let projections: u64 = [&block.attn_spatial, &block.attn_temporal]
-                    .into_iter()
-                    .flat_map(|a| [&a.query, &a.key, &a.value, &a.output])
-                    .map(|l| dense_macs(l, rows))
-                    .sum();
-                let ffn = dense_macs(&block.ffn_in, rows) + dense_macs(&block.ffn_out, rows);
-                projections + ffn + attention_macs(b * t, n, m) + attention_macs(b * n, t, m)
-            })
-            .sum();
-        dense_macs(&self.proj_in, rows) + blocks + dense_macs(&self.proj_out, rows)
+        let blocks: u64 = self.blocks.iter().map(|block| block_macs(block, shape)).sum();
+        dense_macs(&self.proj_in, b * t * n) + blocks + dense_macs(&self.proj_out, b * t * n)
+    }
+
+    /// MACs of [`AxialTransformer::forward_slot`] on `[B, T, N, I]`: the stem and all blocks
+    /// but the last in full, the last block and the head for the slot only.
+    pub fn forward_slot_macs(&self, shape: [usize; 3], slot: usize) -> u64 {
+        let [b, t, n] = shape;
+        let blocks: u64 = match self.blocks.split_last() {
+            Some((last, earlier)) => {
+                earlier.iter().map(|block| block_macs(block, shape)).sum::<u64>()
+                    + block_slot_macs(last, shape, slot)
+            }
+            None => 0,
+        };
+        dense_macs(&self.proj_in, b * t * n) + blocks + dense_macs(&self.proj_out, b * t)
     }
 }
 
@@ -82,6 +115,35 @@ mod tests {
         ] {
             let model = cfg.init(&device).unwrap();
             assert_eq!(model.forward_macs(shape), closed_form(&cfg, shape), "{cfg:?} on {shape:?}");
+        }
+    }
+
+    #[test]
+    fn slot_macs_match_the_closed_form() {
+        let device = Device::default();
+        let (i, m, d, o) = (12, 16, 40, 7);
+        let [b, t, n] = [2, 5, 9];
+        for blocks in [0, 1, 3] {
+            for (causal, slot, seen) in [(false, 0, n), (true, 3, 4)] {
+                let cfg = AxialTransformerConfig::new(i, m, d, o, blocks, 4).with_spatial_causal(causal);
+                let model = cfg.init(&device).unwrap();
+                let (rows, slot_rows) = ((b * t * n) as u64, (b * t) as u64);
+                let expected = if blocks == 0 {
+                    rows * (i * m) as u64 + slot_rows * (m * o) as u64
+                } else {
+                    let earlier = AxialTransformerConfig::new(i, m, d, o, blocks - 1, 4);
+                    // Earlier blocks in full, no head; then the last block for the slot.
+                    let last = slot_rows * (2 * m * m + 2 * seen * m + 4 * m * m + 2 * m * d + m * o) as u64
+                        + (b * t * seen * 2 * m * m) as u64
+                        + (2 * b * t * t * m) as u64;
+                    closed_form(&earlier, [b, t, n]) - rows * (m * o) as u64 + last
+                };
+                assert_eq!(
+                    model.forward_slot_macs([b, t, n], slot),
+                    expected,
+                    "{blocks} blocks, causal {causal}"
+                );
+            }
         }
     }
 

@@ -12,6 +12,7 @@ pub mod activation;
 pub mod attention;
 pub mod axial;
 pub mod axial_cache;
+pub mod axial_slot;
 pub mod dense;
 pub mod error;
 pub mod flops;

@@ -50,7 +50,8 @@ impl Lam {
     fn encoder_macs(&self, b: usize, t: usize, trained: bool) -> u64 {
         let n = self.patches_per_frame();
         let distances = code_distance_macs(&self.vq, b * (t - 1));
-        let forward = self.encoder.forward_macs([b, t, n + 1]);
+        // Only the action slot leaves the encoder (`Lam::vq_encode`).
+        let forward = self.encoder.forward_slot_macs([b, t, n + 1], 0);
         if trained {
             3 * forward - dense_macs(&self.encoder.proj_in, b * t * (n + 1)) + distances
         } else {

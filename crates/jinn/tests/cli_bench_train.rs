@@ -68,7 +68,7 @@ fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64
     }
 
     // `matmul work: G GFLOP/step (…); the step ran at R GFLOP/s, S% of … peak (P GFLOP/s on …)`
-    // and `compute floor: F ms/step (…); target T ms, …`, all to four significant digits.
+    // to four significant digits.
     let work = numbers(&out, "matmul work:");
     let (gflop, rate, peak_rate) = (work[0], work[1], work[2]);
     assert!(gflop > 0.0 && peak_rate > 0.0, "{out}");
@@ -76,9 +76,11 @@ fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64
     // The median is printed to 0.1 ms, so the rate lies between those of median ± 0.05.
     let (slow, fast) = (gflop / ((median + 0.05) / 1e3), gflop / ((median - 0.05) / 1e3));
     assert!(slow * 0.998 <= rate && rate <= fast * 1.002, "step rate: {out}");
+    // `compute floor: F ms/step (…); the T ms target needs R GFLOP/s over the whole step, …`
     let floor = numbers(&out, "compute floor:");
     assert!(close(floor[0], gflop / peak_rate * 1e3), "floor: {out}");
-    assert!((floor[1] - target.0).abs() <= 0.5, "floor target: {out}");
+    assert!((floor[1] - target.0.round()).abs() < 1e-9, "floor target: {out}");
+    assert!(close(floor[2], gflop / (target.0 / 1e3)), "rate the target needs: {out}");
 }
 
 #[test]

@@ -12,6 +12,12 @@ fn block(rows: usize, [n, t]: [usize; 2], m: usize, d: usize) -> usize {
     rows * (8 * m * m + 2 * m * d + 2 * n * m + 2 * t * m)
 }
 
+/// The LAM encoder's last block for its action slot alone on `[b, t, n]` tokens: keys and values
+/// of every token, the rest (query, output, temporal attention, FFN) for the `b·t` slot rows.
+fn slot_block([b, t, n]: [usize; 3], m: usize, d: usize) -> usize {
+    b * t * n * 2 * m * m + b * t * (2 * m * m + 2 * n * m + 4 * m * m + 2 * t * m + 2 * m * d)
+}
+
 #[test]
 fn tokenizer_step_is_three_passes_less_the_frame_gradient_plus_code_distances() {
     let cfg = tiny_tokenizer(); // 16×16×3, patch 4: N = 16, P = 48; M 16, D 32, L 8, K 16
@@ -35,7 +41,8 @@ fn lam_step_counts_the_action_slot_the_decoder_and_the_doubled_input_of_frame_di
         let (b, t, n, p, m, d, l, k) = (2, 4, 16, 48, 16, 32, 8, 4);
         let p_in = if frame_difference { 2 * p } else { p };
         let rows_e = b * t * (n + 1);
-        let encoder = rows_e * p_in * m + block(rows_e, [n + 1, t], m, d) + rows_e * m * l;
+        // One encoder block, run for the action slot only; the head for it alone.
+        let encoder = rows_e * p_in * m + slot_block([b, t, n + 1], m, d) + b * t * m * l;
         let rows_d = b * (t - 1) * n;
         let decoder = rows_d * p * m
             + b * (t - 1) * l * m
@@ -60,8 +67,7 @@ fn dynamics_step_counts_frozen_components_once_and_the_dynamics_three_times() {
     let rows = b * t * n;
     let tokenizer = rows * 48 * m + block(rows, [n, t], m, d) + rows * m * 8 + rows * 16 * 8;
     let rows_e = b * t * (n + 1);
-    let lam_encoder =
-        rows_e * 48 * m + block(rows_e, [n + 1, t], m, d) + rows_e * m * 8 + b * (t - 1) * 4 * 8;
+    let lam_encoder = rows_e * 48 * m + slot_block([b, t, n + 1], m, d) + b * t * m * 8 + b * (t - 1) * 4 * 8;
     let dynamics = b * (t - 1) * la * m + rows_e * m * m + block(rows_e, [n + 1, t], m, d) + rows_e * m * v;
     let frozen = tokenizer + lam_encoder;
     assert_eq!(genie.train_step_macs(b, t, false), Some((frozen + 3 * dynamics) as u64));

@@ -49,14 +49,14 @@ pub(super) fn print(macs: u64, median_ms: f64, peak_gflops: f64, target_ms: f64)
         four_digits(achieved),
         100.0 * achieved / peak_gflops
     );
-    let verdict = if floor_ms > target_ms {
-        "the target is below it: unreachable with this backend's matmul"
-    } else {
-        "the target is above it"
-    };
+    let needed = gflop / (target_ms / 1e3);
+    let verdict = if needed > peak_gflops { ": unreachable with this backend's matmul" } else { "" };
     println!(
-        "compute floor: {} ms/step (the matmuls alone at that peak); target {target_ms:.0} ms, {verdict}",
-        four_digits(floor_ms)
+        "compute floor: {} ms/step (the matmuls alone at that peak); the {target_ms:.0} ms target needs \
+         {} GFLOP/s over the whole step, {:.0}% of that peak{verdict}",
+        four_digits(floor_ms),
+        four_digits(needed),
+        100.0 * needed / peak_gflops
     );
 }
 
