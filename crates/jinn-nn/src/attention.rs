@@ -127,11 +127,8 @@ pub fn attend(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::to_vec;
     use burn::tensor::{Distribution, TensorData};
-
-    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.try_into_vec_as::<f32>().unwrap()
-    }
 
     /// Dense layer on host: `x [rows, din] · w [din, dout] + b`.
     fn host_linear(x: &[f32], rows: usize, l: &Linear) -> Vec<f32> {

@@ -182,11 +182,8 @@ impl AxialTransformer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::to_vec;
     use burn::tensor::Distribution;
-
-    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.try_into_vec_as::<f32>().unwrap()
-    }
 
     fn small(device: &Device) -> AxialTransformer {
         AxialTransformerConfig::new(6, 16, 32, 5, 2, 4).init(device).unwrap()

@@ -392,11 +392,8 @@ fn ffn(block: &AxialBlock, x: Tensor<3>) -> Tensor<3> {
 mod tests {
     use super::*;
     use crate::axial::AxialTransformerConfig;
+    use crate::test_util::to_vec;
     use burn::tensor::Distribution;
-
-    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.try_into_vec_as::<f32>().unwrap()
-    }
 
     fn assert_close(a: &[f32], b: &[f32], what: &str) {
         assert_eq!(a.len(), b.len());

@@ -53,11 +53,8 @@ impl AxialTransformer {
 #[cfg(test)]
 mod tests {
     use crate::axial::AxialTransformerConfig;
+    use crate::test_util::to_vec;
     use burn::tensor::{Device, Distribution, Tensor};
-
-    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.try_into_vec_as::<f32>().unwrap()
-    }
 
     #[test]
     fn slot_outputs_equal_the_full_forward_at_that_slot() {

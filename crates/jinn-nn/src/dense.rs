@@ -28,11 +28,8 @@ pub fn linear_rows<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::to_vec;
     use burn::tensor::{Device, Distribution};
-
-    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.try_into_vec_as::<f32>().unwrap()
-    }
 
     /// Forward and all three gradients against f64 loops: `y = x·W + b`,
     /// `dx = g·Wᵀ`, `dW = xᵀ·g` summed over every row, `db = Σ_rows g`.

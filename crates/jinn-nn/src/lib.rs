@@ -24,6 +24,8 @@ pub mod vq;
 
 #[cfg(test)]
 mod params;
+#[cfg(test)]
+mod test_util;
 
 pub use activation::gelu_tanh;
 pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};

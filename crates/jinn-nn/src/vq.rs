@@ -415,12 +415,9 @@ impl DeadCodeTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::to_vec;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.try_into_vec_as::<f32>().unwrap()
-    }
 
     fn ints(t: Tensor<1, Int>) -> Vec<i64> {
         t.try_into_vec_as::<i64>().unwrap()

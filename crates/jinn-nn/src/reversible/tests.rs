@@ -1,6 +1,7 @@
 //! Tests of the reversible blocks and the engine against references: exact round trips,
 //! standard autodiff, finite differences and a naive Jacobian determinant.
 
+use crate::test_util::to_vec;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
@@ -9,10 +10,6 @@ use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use super::*;
 use crate::axial::{AxialBlock, AxialBlockConfig};
 use crate::init;
-
-fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.try_into_vec_as::<f32>().unwrap()
-}
 
 fn randn<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::random(shape, Distribution::Normal(0.0, 1.0), device)
