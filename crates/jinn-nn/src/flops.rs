@@ -1,6 +1,6 @@
 //! Multiply-accumulate (MAC) counts of forward passes, read from the layers' weights: the dense
-//! layers and the attention matmuls, the work that bounds a step from below on any backend (a
-//! roofline's compute side). `jinn bench train` turns them into a step's FLOPs and a time
+//! layers and the attention matmuls, the work that bounds a step from below (a roofline's
+//! compute side). `jinn bench train` turns them into a step's FLOPs and a time
 //! floor. Written here because the counts follow this crate's own layer layout.
 
 use crate::axial::{AxialBlock, AxialTransformer};
@@ -13,8 +13,8 @@ pub fn dense_macs(linear: &Linear, rows: usize) -> u64 {
 }
 
 /// MACs of the two attention matmuls (`Q·Kᵀ` and `softmax·V`) of `sequences` sequences of
-/// `len` tokens at width `d_model`. Causal attention is counted in full: the masked half is
-/// computed and then masked, as every backend here does.
+/// `len` tokens at width `d_model`. Causal attention is counted in full: Burn's attention
+/// computes every score and then masks the hidden half.
 pub fn attention_macs(sequences: usize, len: usize, d_model: usize) -> u64 {
     2 * sequences as u64 * (len * len) as u64 * d_model as u64
 }
@@ -33,10 +33,10 @@ fn block_macs(block: &AxialBlock, [b, t, n]: [usize; 3]) -> u64 {
     projections + ffn + attention_macs(b * t, n, m) + attention_macs(b * n, t, m)
 }
 
-/// MACs of [`AxialBlock::forward_slot`] on `[B, T, N, M]`: the slot's query against the keys
+/// MACs of [`AxialBlock::forward_at_slot`] on `[B, T, N, M]`: the slot's query against the keys
 /// and values of the tokens it sees (all `N`, or `slot + 1` under spatial causality), then the
 /// slot's temporal attention and FFN.
-fn block_slot_macs(block: &AxialBlock, [b, t, n]: [usize; 3], slot: usize) -> u64 {
+fn block_at_slot_macs(block: &AxialBlock, [b, t, n]: [usize; 3], slot: usize) -> u64 {
     let slot_rows = b * t;
     let m = block.ffn_in.weight.dims()[0];
     let seen = if block.attn_spatial.causal { slot + 1 } else { n };
@@ -62,14 +62,14 @@ impl AxialTransformer {
         dense_macs(&self.proj_in, b * t * n) + blocks + dense_macs(&self.proj_out, b * t * n)
     }
 
-    /// MACs of [`AxialTransformer::forward_slot`] on `[B, T, N, I]`: the stem and all blocks
+    /// MACs of [`AxialTransformer::forward_at_slot`] on `[B, T, N, I]`: the stem and all blocks
     /// but the last in full, the last block and the head for the slot only.
-    pub fn forward_slot_macs(&self, shape: [usize; 3], slot: usize) -> u64 {
+    pub fn forward_at_slot_macs(&self, shape: [usize; 3], slot: usize) -> u64 {
         let [b, t, n] = shape;
         let blocks: u64 = match self.blocks.split_last() {
             Some((last, earlier)) => {
                 earlier.iter().map(|block| block_macs(block, shape)).sum::<u64>()
-                    + block_slot_macs(last, shape, slot)
+                    + block_at_slot_macs(last, shape, slot)
             }
             None => 0,
         };
@@ -139,7 +139,7 @@ mod tests {
                     closed_form(&earlier, [b, t, n]) - rows * (m * o) as u64 + last
                 };
                 assert_eq!(
-                    model.forward_slot_macs([b, t, n], slot),
+                    model.forward_at_slot_macs([b, t, n], slot),
                     expected,
                     "{blocks} blocks, causal {causal}"
                 );

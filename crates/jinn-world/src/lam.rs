@@ -4,7 +4,7 @@
 //! prepended as spatial slot 0 of every frame `[B, T, N+1, P]` → axial encoder (spatial full,
 //! temporal causal; with `encoder_frame_difference` each patch also carries its change from
 //! the previous frame, `[B, T, N+1, 2P]`) → the slot-0 outputs `[B, T, 1, L]` (the last block
-//! runs for slot 0 alone, [`jinn_nn::AxialTransformer::forward_slot`]); those of frames
+//! runs for slot 0 alone, [`jinn_nn::AxialTransformer::forward_at_slot`]); those of frames
 //! `1..T−1` are the latent actions `[B, T−1, L]` (frame `t`'s action is computed from frames
 //! `0..t`) → vector quantiser (6 codes by default) → decoder: `patch_up(patches of frames 0..T−2) + action_up(z_q)`
 //! `[B, T−1, N, M]` → axial transformer (spatial full, temporal causal) → sigmoid (with
@@ -289,9 +289,9 @@ impl Lam {
         };
         let d = frames.dims()[3];
         let token = self.action_in.val().reshape([1, 1, 1, d]).repeat(&[b, t, 1, 1]); // [b, t, 1, d]
+                                                                                      // Only the action slot's outputs are read: the last block skips the patch tokens.
         let input = Tensor::cat(vec![token, frames], 2); // [b, t, n+1, d]
-                                                         // Only the action slot's outputs are read: the last block skips the patch tokens.
-        let latents = self.encoder.forward_slot(input, 0); // [b, t, 1, l]
+        let latents = self.encoder.forward_at_slot(input, 0); // [b, t, 1, l]
         let l = latents.dims()[3];
         let actions = latents.slice([0..b, 1..t, 0..1, 0..l]).reshape([b * (t - 1), l]); // [e, l]
         let out = match rng {

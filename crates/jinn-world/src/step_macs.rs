@@ -1,9 +1,11 @@
 //! Multiply-accumulates of one training step of the tokenizer, the LAM and the token dynamics
 //! on a batch of `B` clips of `T` frames, read from the built models' weights (see
 //! [`jinn_nn::flops`]). A trained part costs its forward pass three times (forward, and a
-//! backward that forms both the input and the weight gradients), less the input gradients no
-//! one needs (layers fed straight from the frames); a frozen part costs one forward pass; the
-//! quantisers' code distances are counted once (the nearest-code choice passes no gradient).
+//! backward that forms both the input and the weight gradients), less the input gradient of
+//! the one layer fed straight from the frames (the LAM decoder's `patch_up`; the encoders' input
+//! layers read a LayerNorm with trainable scale and bias, so their input gradients are needed);
+//! a frozen part costs one forward pass; the quantisers' code distances are counted once (the
+//! nearest-code choice passes no gradient).
 //! `jinn bench train` reports them as FLOPs (2 per MAC) and as a time floor.
 
 use crate::genie::Genie;
@@ -19,49 +21,34 @@ fn code_distance_macs(vq: &VectorQuantizer, rows: usize) -> u64 {
 }
 
 impl Tokenizer {
-    /// Patches per frame.
-    fn patches_per_frame(&self) -> usize {
-        (self.height / self.patch) * (self.width / self.patch)
-    }
-
     /// MACs of encoding `[B, T]` clips to tokens (encoder and code distances).
     pub fn encode_macs(&self, b: usize, t: usize) -> u64 {
-        let n = self.patches_per_frame();
+        let n = self.grid().num_patches();
         self.encoder.forward_macs([b, t, n]) + code_distance_macs(&self.vq, b * t * n)
     }
 
     /// MACs of one training step on `[B, T]` clips.
     pub fn train_step_macs(&self, b: usize, t: usize) -> u64 {
-        let n = self.patches_per_frame();
+        let n = self.grid().num_patches();
         let forward = self.encoder.forward_macs([b, t, n]) + self.decoder.forward_macs([b, t, n]);
-        let frames_in = dense_macs(&self.encoder.proj_in, b * t * n);
-        3 * forward - frames_in + code_distance_macs(&self.vq, b * t * n)
+        3 * forward + code_distance_macs(&self.vq, b * t * n)
     }
 }
 
 impl Lam {
-    /// Patches per frame.
-    fn patches_per_frame(&self) -> usize {
-        (self.height / self.patch) * (self.width / self.patch)
-    }
-
     /// MACs of inferring the latent actions of `[B, T]` clips (encoder over the patches plus
     /// the action slot, and code distances), trained (forward and backward) or frozen.
     fn encoder_macs(&self, b: usize, t: usize, trained: bool) -> u64 {
-        let n = self.patches_per_frame();
-        let distances = code_distance_macs(&self.vq, b * (t - 1));
+        let n = self.grid().num_patches();
         // Only the action slot leaves the encoder (`Lam::vq_encode`).
-        let forward = self.encoder.forward_slot_macs([b, t, n + 1], 0);
-        if trained {
-            3 * forward - dense_macs(&self.encoder.proj_in, b * t * (n + 1)) + distances
-        } else {
-            forward + distances
-        }
+        let forward = self.encoder.forward_at_slot_macs([b, t, n + 1], 0);
+        let passes = if trained { 3 } else { 1 };
+        passes * forward + code_distance_macs(&self.vq, b * (t - 1))
     }
 
     /// MACs of one training step on `[B, T]` clips (the decoder too, when the LAM has one).
     pub fn train_step_macs(&self, b: usize, t: usize) -> u64 {
-        let n = self.patches_per_frame();
+        let n = self.grid().num_patches();
         let decoder = self.decoder.as_ref().map_or(0, |decoder| {
             let rows = b * (t - 1) * n;
             let forward = dense_macs(&decoder.patch_up, rows)
@@ -83,7 +70,7 @@ impl Genie {
         if !self.dynamics.reversible_blocks.is_empty() {
             return None;
         }
-        let n = self.tokenizer.patches_per_frame();
+        let n = self.tokenizer.grid().num_patches();
         let dynamics = dense_macs(&self.dynamics.action_up, b * (t - 1))
             + self.dynamics.transformer.forward_macs([b, t, n + 1]);
         let lam = self.lam.as_ref().map_or(0, |lam| lam.encoder_macs(b, t, lam_co_trained));

@@ -74,7 +74,7 @@ fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64
     assert!(gflop > 0.0 && peak_rate > 0.0, "{out}");
     let close = |a: f64, b: f64| (a - b).abs() <= 2e-3 * b.abs();
     // The median is printed to 0.1 ms, so the rate lies between those of median ± 0.05.
-    let (slow, fast) = (gflop / ((median + 0.05) / 1e3), gflop / ((median - 0.05) / 1e3));
+    let (slow, fast) = (gflop / ((median + 0.05) / 1e3), gflop / ((median - 0.05).max(1e-9) / 1e3));
     assert!(slow * 0.998 <= rate && rate <= fast * 1.002, "step rate: {out}");
     // `compute floor: F ms/step (…); the T ms target needs R GFLOP/s over the whole step, …`
     let floor = numbers(&out, "compute floor:");

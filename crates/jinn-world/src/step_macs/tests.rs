@@ -19,14 +19,14 @@ fn slot_block([b, t, n]: [usize; 3], m: usize, d: usize) -> usize {
 }
 
 #[test]
-fn tokenizer_step_is_three_passes_less_the_frame_gradient_plus_code_distances() {
+fn tokenizer_step_is_three_passes_plus_code_distances() {
     let cfg = tiny_tokenizer(); // 16×16×3, patch 4: N = 16, P = 48; M 16, D 32, L 8, K 16
     let model = cfg.init(&Device::flex()).unwrap();
     let (b, t, n, p, m, d, l, k) = (3, 5, 16, 48, 16, 32, 8, 16);
     let rows = b * t * n;
     let encoder = rows * p * m + block(rows, [n, t], m, d) + rows * m * l;
     let decoder = rows * l * m + block(rows, [n, t], m, d) + rows * m * p;
-    let expected = 3 * (encoder + decoder) - rows * p * m + rows * k * l;
+    let expected = 3 * (encoder + decoder) + rows * k * l;
     assert_eq!(model.train_step_macs(b, t), expected as u64);
     assert_eq!(model.train_step_macs(2 * b, t), 2 * expected as u64, "linear in the batch");
 }
@@ -49,7 +49,8 @@ fn lam_step_counts_the_action_slot_the_decoder_and_the_doubled_input_of_frame_di
             + rows_d * m * m
             + block(rows_d, [n, t - 1], m, d)
             + rows_d * m * p;
-        let expected = 3 * (encoder + decoder) - rows_e * p_in * m - rows_d * p * m + b * (t - 1) * k * l;
+        // The decoder's `patch_up` reads raw patches: no input gradient.
+        let expected = 3 * (encoder + decoder) - rows_d * p * m + b * (t - 1) * k * l;
         assert_eq!(model.train_step_macs(b, t), expected as u64, "frame differences {frame_difference}");
     }
 }
@@ -71,7 +72,7 @@ fn dynamics_step_counts_frozen_components_once_and_the_dynamics_three_times() {
     let dynamics = b * (t - 1) * la * m + rows_e * m * m + block(rows_e, [n + 1, t], m, d) + rows_e * m * v;
     let frozen = tokenizer + lam_encoder;
     assert_eq!(genie.train_step_macs(b, t, false), Some((frozen + 3 * dynamics) as u64));
-    let lam_trained = 3 * (lam_encoder - b * (t - 1) * 4 * 8) - rows_e * 48 * m + b * (t - 1) * 4 * 8;
+    let lam_trained = 3 * (lam_encoder - b * (t - 1) * 4 * 8) + b * (t - 1) * 4 * 8;
     assert_eq!(
         genie.train_step_macs(b, t, true),
         Some((tokenizer + lam_trained + 3 * dynamics) as u64),
