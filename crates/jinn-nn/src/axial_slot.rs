@@ -18,8 +18,8 @@ impl AxialBlock {
         // Spatial: the slot's query over the tokens it may see (all, or up to itself if causal).
         let seen = if self.attn_spatial.causal { slot + 1 } else { n };
         let normed = self.norm_spatial.forward(x.clone()); // [b, t, n, m]
-                                                           // [b·t, 1, m]
-        let query = normed.clone().slice([0..b, 0..t, slot..slot + 1, 0..m]).reshape([b * t, 1, m]);
+        let query = normed.clone().slice([0..b, 0..t, slot..slot + 1, 0..m]); // [b, t, 1, m]
+        let query = query.reshape([b * t, 1, m]); // [b·t, 1, m]
         let context = normed.slice([0..b, 0..t, 0..seen, 0..m]).reshape([b * t, seen, m]); // [b·t, seen, m]
         let h = self.attn_spatial.forward_cross(query, context).reshape([b, t, 1, m]); // [b, t, 1, m]
         let x = x.slice([0..b, 0..t, slot..slot + 1, 0..m]) + h; // [b, t, 1, m]

@@ -175,7 +175,8 @@ impl VectorQuantizer {
         let codebook = self.codebook.val(); // [k, l]
         let emb = normalize(x); // [d, l]
         let codes_hat = normalize(codebook.clone().detach()); // [k, l]
-                                                              // The choice takes no gradient: compute it off the autodiff tape.
+
+        // The choice takes no gradient: compute it off the autodiff tape.
         let dist = emb.clone().detach().matmul(codes_hat.transpose()).neg(); // [d, k]
         let dist = match dropped {
             Some(mask) => (dist / (1.0 - self.dropout)).mask_fill(mask, 0.0), // [d, k]
@@ -297,8 +298,9 @@ impl VectorQuantizer {
             let device = c.device();
             let mapping = Tensor::<1, Int>::from_data(TensorData::new(mapping, [k]), &device);
             let stacked = Tensor::cat(vec![c.detach(), values.detach().to_device(&device)], 0); // [k + rows, l]
-                                                                                                // `select` makes a non-leaf on an autodiff device, which cannot require gradients;
-                                                                                                // the second `detach` turns it into a fresh leaf.
+
+            // `select` makes a non-leaf on an autodiff device, which cannot require gradients;
+            // the second `detach` turns it into a fresh leaf.
             let replaced = stacked.select(0, mapping).detach(); // [k, l]
             if requires {
                 replaced.require_grad()

@@ -348,7 +348,8 @@ pub async fn gif(
     let shape = app.world()?.info().frame;
     let bytes = blocking(move || {
         let pixels: Vec<u8> = entry.lock()?.frames.iter().flat_map(|f| f.pixels.iter().copied()).collect(); // [T, H, W, C]
-                                                                                                            // Upscale small frames to about 256 pixels on the long side.
+
+        // Upscale small frames to about 256 pixels on the long side.
         let scale = (256 / shape.height.max(shape.width)).clamp(1, 8);
         let options = GifOptions { scale, fps: 10.0, label_height: 0, ..Default::default() };
         let dir = tempfile::tempdir().map_err(|e| ApiError::internal(format!("temporary directory: {e}")))?;

@@ -192,7 +192,8 @@ mod tests {
         assert_eq!(px(&pixels, shape, x1, y1), LINE);
         assert_eq!(px(&pixels, shape, (x0 + x1) / 2, (y0 + y1) / 2), LINE);
         assert_eq!(px(&pixels, shape, x0, y0), LINE); // drawn over the axes
-                                                      // Far from the line: background.
+
+        // Far from the line: background.
         assert_eq!(px(&pixels, shape, x1 - 5, y0 - 5), BACKGROUND);
     }
 

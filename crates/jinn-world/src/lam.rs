@@ -289,8 +289,9 @@ impl Lam {
         };
         let d = frames.dims()[3];
         let token = self.action_in.val().reshape([1, 1, 1, d]).repeat(&[b, t, 1, 1]); // [b, t, 1, d]
-                                                                                      // Only the action slot's outputs are read: the last block skips the patch tokens.
         let input = Tensor::cat(vec![token, frames], 2); // [b, t, n+1, d]
+
+        // Only the action slot's outputs are read: the last block skips the patch tokens.
         let latents = self.encoder.forward_at_slot(input, 0); // [b, t, 1, l]
         let l = latents.dims()[3];
         let actions = latents.slice([0..b, 1..t, 0..1, 0..l]).reshape([b * (t - 1), l]); // [e, l]

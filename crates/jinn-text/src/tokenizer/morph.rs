@@ -769,14 +769,16 @@ mod tests {
         .into();
         let lex = train_morphs(&counts, &affixes, &MorphConfig::default());
         assert_eq!(lex.segment("kingly"), ["king", "ly"]); // trained, stored
-                                                           // Held-out words: the rules' boundaries, with the stem a training word.
+
+        // Held-out words: the rules' boundaries, with the stem a training word.
         assert_eq!(lex.segment("unkindness"), ["un", "kind", "ness"]);
         assert_eq!(lex.segment("unfaithfulness"), ["un", "faithful", "ness"]);
         assert_eq!(lex.segment("misgovernment"), ["mis", "govern", "ment"]);
         // kingly (trained king|ly) − y + iness: the rule's boundary and the stem's own.
         assert_eq!(lex.segment("kingliness"), ["king", "l", "iness"]);
         assert_eq!(lex.segment("unkingly"), ["un", "king", "ly"]); // the stem keeps its analysis
-                                                                   // No attested stem: "har" and "witne" are not words, so no rule cuts these.
+
+        // No attested stem: "har" and "witne" are not words, so no rule cuts these.
         assert_eq!(lex.segment("harness"), ["harness"]); // trained
         assert_eq!(lex.segment("witness"), ["witness"]); // new
     }
