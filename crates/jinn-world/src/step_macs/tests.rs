@@ -79,3 +79,12 @@ fn dynamics_step_counts_frozen_components_once_and_the_dynamics_three_times() {
         "a co-trained LAM encoder"
     );
 }
+
+#[test]
+fn a_reversible_backbone_is_not_counted() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, lam) = component_runs(root.path());
+    let cfg = crate::dynamics::DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let (genie, _) = assemble_genie(&tok, ActionSource::LamRun(&lam), &cfg, &Device::flex()).unwrap();
+    assert_eq!(genie.train_step_macs(2, 4, false), None);
+}
