@@ -45,6 +45,9 @@ pub struct StepContext {
     /// Seed of the step's random draws: the run seed, or on rank `r > 0` of a data-parallel
     /// run the seed [`distributed::rank_seed`] derives from it (independent masks per rank).
     pub seed: u64,
+    /// Whether this step's metrics will be logged. Tasks may skip host-side metrics that only
+    /// the log reads (top-k accuracies, say) when it is `false`; the loss is always returned.
+    pub logged: bool,
 }
 
 impl StepContext {
@@ -239,13 +242,13 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
             grad_accum: train.grad_accum,
             clip_norm: train.clip_norm,
             seed: distributed::rank_seed(train.seed, distributed::rank()),
+            logged: every(train.log_every, step + 1) || step + 1 == end,
         };
         let started = Instant::now();
         let mut metrics = task.train_step(&ctx)?;
         let step_time = started.elapsed();
         step += 1;
-        let logged = every(train.log_every, step) || step == end;
-        if let (Some(g), true) = (group, logged) {
+        if let (Some(g), true) = (group, ctx.logged) {
             average_metrics(g, &mut metrics)?;
         }
         metrics.insert("lr".into(), lr);
@@ -253,7 +256,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
         let (Some(logger), Some(writer)) = (logger.as_mut(), writer.as_mut()) else {
             continue; // not rank 0: nothing to validate or write
         };
-        if logged {
+        if ctx.logged {
             logger.log(MetricRecord::now(step, "train", metrics))?;
         }
         if every(train.val_every, step) {

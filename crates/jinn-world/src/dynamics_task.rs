@@ -122,20 +122,25 @@ impl DynamicsTask {
         model.forward(videos(batch, &device), acts, rng).map_err(model_err)
     }
 
-    fn host_metrics(&self, out: &GenieOutput, sums: &mut Sums) -> Result<()> {
+    /// Add `out`'s metrics to `sums`; `token_metrics: false` skips the host copy of the logits
+    /// and the top-k / entropy metrics read from it (training steps that are not logged).
+    fn host_metrics(&self, out: &GenieOutput, sums: &mut Sums, token_metrics: bool) -> Result<()> {
         let v = self.model.dynamics.num_codes();
-        let logits: Vec<f32> = out.logits.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, n, v]
-        let targets: Vec<i64> = out.tokens.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
-        let tm = TokenMetrics::compute(&logits, &targets, &out.loss_positions, v);
         sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
         sums.ce += out.ce.clone().into_scalar::<f32>() as f64;
         sums.z += out.z_loss.clone().into_scalar::<f32>() as f64;
-        sums.top1 += tm.top1;
-        sums.top2 += tm.top2;
-        sums.top5 += tm.top5;
-        sums.entropy += tm.entropy;
-        sums.select_p += tm.select_p;
-        let n = targets.len();
+        if token_metrics {
+            let logits: Vec<f32> = out.logits.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, n, v]
+            let targets: Vec<i64> = out.tokens.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
+            let tm = TokenMetrics::compute(&logits, &targets, &out.loss_positions, v);
+            sums.top1 += tm.top1;
+            sums.top2 += tm.top2;
+            sums.top5 += tm.top5;
+            sums.entropy += tm.entropy;
+            sums.select_p += tm.select_p;
+            sums.token_count += 1;
+        }
+        let n = out.tokens.shape().num_elements();
         let tok = CodeUsage::from_indices(out.tokens.clone().reshape([n]), v).map_err(model_err)?;
         add_counts(&mut sums.tokenizer_counts, tok.counts);
         if let (Some(idx), Some(lam)) = (&out.lam_indices, &self.model.lam) {
@@ -170,7 +175,10 @@ struct Sums {
     ssim: f64,
     tokenizer_counts: Vec<u64>,
     lam_counts: Vec<u64>,
+    /// Forwards summed.
     count: usize,
+    /// Forwards whose token metrics (top-k, entropy, select_p) were summed.
+    token_count: usize,
 }
 
 impl Sums {
@@ -180,16 +188,19 @@ impl Sums {
             ("loss".to_string(), self.loss / n),
             ("cross_entropy_loss".to_string(), self.ce / n),
             ("z_loss".to_string(), self.z / n),
-            ("masked_token_top1_accuracy".to_string(), self.top1 / n),
-            ("masked_token_top2_accuracy".to_string(), self.top2 / n),
-            ("masked_token_top5_accuracy".to_string(), self.top5 / n),
-            ("entropy".to_string(), self.entropy / n),
-            ("select_p".to_string(), self.select_p / n),
             (
                 "codebook_usage_tokenizer".to_string(),
                 CodeUsage { counts: self.tokenizer_counts }.fraction_used(),
             ),
         ]);
+        if self.token_count > 0 {
+            let k = self.token_count as f64;
+            m.insert("masked_token_top1_accuracy".into(), self.top1 / k);
+            m.insert("masked_token_top2_accuracy".into(), self.top2 / k);
+            m.insert("masked_token_top5_accuracy".into(), self.top5 / k);
+            m.insert("entropy".into(), self.entropy / k);
+            m.insert("select_p".into(), self.select_p / k);
+        }
         if !self.lam_counts.is_empty() {
             m.insert("codebook_usage_lam".into(), CodeUsage { counts: self.lam_counts }.fraction_used());
         }
@@ -240,7 +251,7 @@ impl TrainTask for DynamicsTask {
                 let loss = out.loss.clone().div_scalar(divisor);
                 (out, GradientsParams::from_grads(loss.backward(), &self.model))
             };
-            self.host_metrics(&out, &mut sums)?;
+            self.host_metrics(&out, &mut sums, ctx.logged)?;
             acc.accumulate(&self.model, grads);
         }
         let mut grads = acc.grads();
@@ -262,7 +273,7 @@ impl TrainTask for DynamicsTask {
             let batch = next_batch(&mut loader)?;
             let out =
                 self.forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-mask", i as u64))?;
-            self.host_metrics(&out, &mut sums)?;
+            self.host_metrics(&out, &mut sums, true)?;
             let recon: Vec<f32> =
                 model.decode_argmax(out.logits).map_err(model_err)?.try_into_vec_as::<f32>().expect("float");
             let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();

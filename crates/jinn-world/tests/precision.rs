@@ -86,7 +86,7 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
     let init =
         jinn_nn::init::seeded_init(&device, 7, || run_cfg(Precision::F32).model.init(&device)).unwrap();
     let before = params(&init);
-    let ctx = StepContext { step: 0, lr: 1e-2, grad_accum: 1, clip_norm: Some(1.0), seed: 0 };
+    let ctx = StepContext { step: 0, lr: 1e-2, grad_accum: 1, clip_norm: Some(1.0), seed: 0, logged: true };
 
     let mut tasks = [Precision::F32, Precision::Bf16]
         .map(|p| TokenizerTask::new(&run_cfg(p), data.path(), init.clone(), device.clone()).unwrap());

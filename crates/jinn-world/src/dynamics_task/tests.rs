@@ -87,6 +87,18 @@ fn resume_is_bit_identical(dynamics: DynamicsConfig) {
     ] {
         assert!(val.metrics.get(key).is_some_and(|v| v.is_finite()), "val {key}: {:?}", val.metrics);
     }
+    // Logged training steps carry the token metrics; a step that will not be logged skips them.
+    let train: Vec<_> = records.iter().filter(|r| r.split == "train").collect();
+    assert!(!train.is_empty(), "training steps were logged");
+    for r in &train {
+        assert!(r.metrics.contains_key("masked_token_top1_accuracy"), "step {}: {:?}", r.step, r.metrics);
+    }
+    let ctx = StepContext { step: 4, lr: 1e-3, grad_accum: 1, clip_norm: None, seed: 0, logged: false };
+    let unlogged = full.train_step(&ctx).unwrap();
+    assert!(
+        unlogged["loss"].is_finite() && !unlogged.contains_key("masked_token_top1_accuracy"),
+        "{unlogged:?}"
+    );
     assert!(full_dir.join("images/dynamics_step_000004.gif").is_file());
     // The run loads back whole from its own checkpoint.
     let (loaded, loaded_cfg, step) = crate::genie::load_genie(&full_dir, &Device::flex()).unwrap();

@@ -141,6 +141,8 @@ fn time_steps<T: TrainTask>(
             grad_accum: train.grad_accum,
             clip_norm: train.clip_norm,
             seed: train.seed,
+            // As on the training steps between two logs (all but one in `log_every`).
+            logged: false,
         };
         let t = Instant::now();
         let metrics = task.train_step(&ctx)?;
