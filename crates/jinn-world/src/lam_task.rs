@@ -25,9 +25,8 @@ use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
 use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::task_common::{
-    first_clip, is_logged_step, loader_config, model_err, next_batch, open_splits,
-    restore_dead_code_counters, resume_loader, save_dead_code_counters, to_u8, val_loader, videos,
-    write_step_gif,
+    first_clip, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
+    save_dead_code_counters, to_u8, val_loader, videos, write_step_gif,
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
@@ -226,7 +225,7 @@ impl TrainTask for LamTask {
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
             let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
-            let images = is_logged_step(&self.cfg.train, ctx.step);
+            let images = ctx.logged;
             let usage = self.host_metrics(&out, &batch, &mut sums, images)?;
             step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
             last_emb = Some(out.emb.clone());

@@ -138,7 +138,7 @@ impl TrainTask for MaeTask {
             let out = model.forward_train(x, &mut rng).map_err(model_err)?;
             let loss = out.loss.clone().div_scalar(ctx.grad_accum as f64); // averaged over micro-batches
             let grads = GradientsParams::from_grads(loss.backward(), &self.model);
-            sums.add(&out, &batch, crate::task_common::is_logged_step(&self.cfg.train, ctx.step))?;
+            sums.add(&out, &batch, ctx.logged)?;
             acc.accumulate(&self.model, grads);
         }
         let mut grads = acc.grads();

@@ -113,14 +113,6 @@ pub(crate) fn resume_loader(
 }
 
 /// A model error as a [`TrainError`] naming the `model` section.
-/// Whether the loop logs the metrics of the update that starts at `step` (see
-/// [`jinn_train::train_loop::run`]: every `log_every` steps and at the last step). Host-side
-/// image metrics (PSNR, SSIM) of training steps are computed only on these.
-pub(crate) fn is_logged_step(train: &TrainConfig, step: u64) -> bool {
-    let done = step + 1;
-    (train.log_every > 0 && done.is_multiple_of(train.log_every)) || done >= train.steps
-}
-
 pub(crate) fn model_err(e: NnError) -> TrainError {
     TrainError::config("model", e.to_string())
 }

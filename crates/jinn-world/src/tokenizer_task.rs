@@ -182,7 +182,7 @@ impl TrainTask for TokenizerTask {
                 let loss = out.loss.clone().div_scalar(divisor);
                 (out, GradientsParams::from_grads(loss.backward(), &self.model))
             };
-            sums.add(&out, &batch, num_codes, crate::task_common::is_logged_step(&self.cfg.train, ctx.step))?;
+            sums.add(&out, &batch, num_codes, ctx.logged)?;
             if self.tracker.is_some() {
                 let [b, t, n] = out.indices.dims();
                 let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes)
