@@ -225,8 +225,7 @@ impl TrainTask for LamTask {
             let mut rng =
                 rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
             let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
-            let images = ctx.logged;
-            let usage = self.host_metrics(&out, &batch, &mut sums, images)?;
+            let usage = self.host_metrics(&out, &batch, &mut sums, ctx.logged)?;
             step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
             last_emb = Some(out.emb.clone());
             let loss = out.loss.div_scalar(ctx.grad_accum as f64);
