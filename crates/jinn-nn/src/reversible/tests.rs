@@ -164,15 +164,18 @@ fn compare_with_standard<const D: usize, B: ReversibleBlock<D>>(
     let s = Setup { stem: init::linear(6, 8, device), blocks, head: init::linear(8, 3, device) };
     let (x, target) = (randn(x_shape, device), randn(y_shape, device));
     let (want_p, want_x) = standard_step(&s, x.clone(), target.clone());
-    for mode in [Mode::Reconstruct, Mode::StoreInputs] {
+    // Reconstructed activations carry the rounding of one inverse per block, so their gradients
+    // get a looser bound than stored ones: over unseeded draws the axial stack's input gradient
+    // reached 1.15e-4 once (CI, session 11). A wrong gradient is off by far more than either.
+    for (mode, tol) in [(Mode::Reconstruct, 5e-4), (Mode::StoreInputs, 1e-4)] {
         let mut engine = Engine::new(mode, MonitorConfig { every: 0, threshold: 1e-3 });
         let (got_p, got_x) = engine_step(&s, &mut engine, x.clone(), target.clone(), false);
-        assert_close(&format!("{name} {mode:?} input grad"), &got_x, &want_x, 1e-4);
+        assert_close(&format!("{name} {mode:?} input grad"), &got_x, &want_x, tol);
         assert_eq!(got_p.len(), want_p.len(), "{name}: parameter count");
         let floor = 1e-2 * global_scale(&want_p);
         for (i, ((ig, g), (iw, w))) in got_p.iter().zip(&want_p).enumerate() {
             assert_eq!(ig, iw);
-            assert_close_floor(&format!("{name} {mode:?} param #{i}"), g, w, 1e-4, floor);
+            assert_close_floor(&format!("{name} {mode:?} param #{i}"), g, w, tol, floor);
         }
     }
 }
