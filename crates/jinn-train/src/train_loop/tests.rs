@@ -15,6 +15,8 @@ struct Regression {
     model: Linear,
     optim: ModuleOptimizer,
     optim_cfg: OptimConfig,
+    /// `StepContext::logged` of every step this task ran.
+    logged: Vec<bool>,
 }
 
 impl Regression {
@@ -32,6 +34,7 @@ impl Regression {
             optim: optim_cfg.init().unwrap(),
             optim_cfg,
             device,
+            logged: Vec::new(),
         }
     }
 
@@ -56,6 +59,7 @@ impl TrainTask for Regression {
     }
 
     fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+        self.logged.push(ctx.logged);
         let mut acc = GradientsAccumulator::<Linear>::new();
         let mut total = 0.0;
         for micro in 0..ctx.grad_accum {
@@ -175,6 +179,24 @@ fn interrupted_and_resumed_run_equals_uninterrupted_bit_for_bit() {
     assert_eq!(crate::checkpoint::list_steps(full_dir.path()).unwrap(), vec![4, 6, 8]);
     let last = latest_good(full_dir.path()).unwrap().checkpoint.unwrap();
     assert_eq!(last.state.metrics_head.last().unwrap().step, 8);
+}
+
+/// A step is announced as logged exactly when the loop then logs it: every `log_every`
+/// updates and at the end, also when `stop_at` ends the run early.
+#[test]
+fn steps_announced_as_logged_are_the_logged_ones() {
+    let cfg = TrainConfig { log_every: 3, ..train_cfg() };
+    let dir = tempfile::tempdir().unwrap();
+    let mut task = Regression::new(1);
+    run(&mut task, &cfg, &opts(dir.path(), false, Some(5))).unwrap();
+    assert_eq!(task.logged, [false, false, true, false, true]);
+    let logged: Vec<u64> = read_metrics(&dir.path().join(METRICS_FILE))
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.split == "train")
+        .map(|r| r.step)
+        .collect();
+    assert_eq!(logged, [3, 5], "records carry the step count after the update");
 }
 
 #[test]
