@@ -16,6 +16,7 @@ pub mod axial_slot;
 pub mod dense;
 pub mod error;
 pub mod flops;
+pub mod host_math;
 pub mod init;
 pub mod patch;
 pub mod position;

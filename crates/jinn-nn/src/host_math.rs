@@ -1,0 +1,135 @@
+//! Elementwise math on host slices, written so the compiler vectorises it, for the CPU backend.
+//!
+//! Burn's flex backend evaluates an elementwise op one element at a time on one thread (a libm
+//! `expf` per element for `sigmoid`), and a composite such as the tanh-GELU and its derivative
+//! is about ten such passes over memory. The kernels here do the whole composite in one pass,
+//! branch-free, over chunks shared out to the rayon pool; on x86-64 the same code is compiled a
+//! second time for AVX2 and picked at run time. Written by hand because no maintained crate
+//! offers a vectorised, dependency-light `exp` for `f32` slices.
+
+use rayon::prelude::*;
+
+/// Elements per rayon task (64 kB of `f32`: large enough to amortise the task, small enough to
+/// share a few-MB tensor among the cores).
+const CHUNK: usize = 16 * 1024;
+
+/// `ln 2` split so that `n·LN2_HI` is exact for the `n` that occur (Cody–Waite reduction).
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+/// `1.5·2²³`: adding it rounds an `f32` of magnitude < 2²² to an integer held in the low
+/// mantissa bits.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+
+/// `eˣ` for `x` in `[-87, 88]` (clamped outside), within 2 ulp: `x = n·ln2 + r`, `|r| ≤ ln2/2`,
+/// `eʳ` by a degree-6 minimax polynomial, `2ⁿ` assembled in the exponent bits. Branch-free so a
+/// loop over it vectorises.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 88.0);
+    let t = x * core::f32::consts::LOG2_E + ROUND_MAGIC;
+    let n = t - ROUND_MAGIC; // round(x / ln2)
+    let r = x - n * LN2_HI - n * LN2_LO;
+    // eʳ ≈ 1 + r + r²·P(r) (minimax coefficients of the classic single-precision expf).
+    let p = 1.987_569_1e-4;
+    let p = p * r + 1.398_199_9e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 5.000_000_1e-1;
+    let er = p * r * r + r + 1.0;
+    // t's bits are those of ROUND_MAGIC plus n; shift n + 127 into the exponent field.
+    let two_n = f32::from_bits((t.to_bits().wrapping_sub(ROUND_MAGIC.to_bits()).wrapping_add(127)) << 23);
+    er * two_n
+}
+
+/// `1 / (1 + e⁻ᶻ)`.
+#[inline(always)]
+pub fn sigmoid_f32(z: f32) -> f32 {
+    1.0 / (1.0 + exp_f32(-z))
+}
+
+/// `2·√(2/π)`.
+const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_1;
+/// The cubic coefficient of the tanh approximation.
+const GELU_CUBIC: f32 = 0.044_715;
+
+/// Tanh-GELU `x·σ(2√(2/π)·(x + 0.044715·x³))` and its derivative at every element of `x`,
+/// written to `value` and `slope` (all three the same length), on the rayon pool. With
+/// `tangent_offset`, `value` receives `gelu(x) − x·gelu'(x)` instead: the offset of the tangent
+/// line at `x`, so that `x·slope + value` is `gelu(x)` (to rounding) and has gradient `slope`.
+pub fn gelu_tanh_with_slope(x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+    assert!(x.len() == value.len() && x.len() == slope.len(), "gelu_tanh_with_slope: length mismatch");
+    x.par_chunks(CHUNK).zip(value.par_chunks_mut(CHUNK)).zip(slope.par_chunks_mut(CHUNK)).for_each(
+        |((x, v), s)| {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                return unsafe { gelu_chunk_avx2(x, v, s, tangent_offset) };
+            }
+            gelu_chunk(x, v, s, tangent_offset)
+        },
+    );
+}
+
+/// [`gelu_chunk`] compiled for AVX2 (8 lanes instead of SSE2's 4).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gelu_chunk_avx2(x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+    gelu_chunk(x, value, slope, tangent_offset)
+}
+
+#[inline(always)]
+fn gelu_chunk(x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+    // One flag for the whole chunk: both arms stay branch-free loops.
+    let at_origin = if tangent_offset { 1.0 } else { 0.0 };
+    for ((&x, v), s) in x.iter().zip(value.iter_mut()).zip(slope.iter_mut()) {
+        let x2 = x * x;
+        // z = x·(2√(2/π) + 2√(2/π)·0.044715·x²); gelu = x·σ(z).
+        let z = x * (TWO_SQRT_2_OVER_PI + (TWO_SQRT_2_OVER_PI * GELU_CUBIC) * x2);
+        let sig = sigmoid_f32(z);
+        // d/dx x·σ(z) = σ + x·σ·(1 − σ)·z', z' = 2√(2/π)·(1 + 3·0.044715·x²).
+        let dz = TWO_SQRT_2_OVER_PI + (3.0 * TWO_SQRT_2_OVER_PI * GELU_CUBIC) * x2;
+        let d = sig + x * sig * (1.0 - sig) * dz;
+        *v = x * sig - at_origin * (x * d);
+        *s = d;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_within_two_ulp_of_f64() {
+        let mut worst = 0.0f64;
+        for i in -87_000..=88_000 {
+            let x = i as f32 / 1000.0;
+            let want = (x as f64).exp();
+            let ulp = f32::EPSILON as f64 * want;
+            worst = worst.max((exp_f32(x) as f64 - want).abs() / ulp);
+        }
+        assert!(worst <= 2.0, "worst error {worst} ulp");
+    }
+
+    #[test]
+    fn exp_saturates_instead_of_wrapping() {
+        assert!(exp_f32(-1000.0) < 1e-37 && exp_f32(-1000.0) >= 0.0);
+        assert!(exp_f32(1000.0) > 1e38 && exp_f32(1000.0).is_finite());
+        assert!(sigmoid_f32(200.0) == 1.0 && (0.0..1e-37).contains(&sigmoid_f32(-200.0)));
+    }
+
+    #[test]
+    fn chunked_parallel_result_equals_one_pass() {
+        // Lengths around the chunk size, so the split into tasks cannot change a value.
+        let n = 3 * CHUNK + 17;
+        let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 6.0).collect();
+        let (mut v, mut s) = (vec![0.0; n], vec![0.0; n]);
+        for offset in [false, true] {
+            gelu_tanh_with_slope(&x, &mut v, &mut s, offset);
+            let (mut v1, mut s1) = (vec![0.0; n], vec![0.0; n]);
+            gelu_chunk(&x, &mut v1, &mut s1, offset);
+            assert_eq!(v, v1);
+            assert_eq!(s, s1);
+        }
+    }
+}
