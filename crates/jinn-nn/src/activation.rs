@@ -20,10 +20,9 @@
 //! backend passes: the FFN of a jasmine-small LAM block went from 24 to about 13 ms per forward
 //! and backward. Other backends build them from tensor ops.
 
-use burn::tensor::activation::sigmoid;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
-use crate::host_math::gelu_tanh_with_slope;
+use crate::host_math::{value_and_slope, Elementwise};
 
 /// `2·√(2/π)`.
 const TWO_SQRT_2_OVER_PI: f64 = 2.0 * core::f64::consts::FRAC_2_SQRT_PI * core::f64::consts::FRAC_1_SQRT_2;
@@ -32,42 +31,58 @@ const GELU_CUBIC: f64 = 0.044715;
 
 /// Tanh-approximated GELU, elementwise (see the module docs); any shape.
 pub fn gelu_tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    let device = x.device();
+    if runs_on_host(&x) {
+        return on_host(Elementwise::GeluTanh, x);
+    }
     let tracked = x.is_tracked();
-    let on_cpu = device.clone().without_autodiff() == Device::flex() && x.dtype() == DType::F32;
-    let (value, slope) = if on_cpu {
-        gelu_and_slope_on_host(x.clone().detach(), tracked, &device)
-    } else {
-        gelu_and_slope_by_tensor_ops(x.clone().detach(), tracked)
-    };
+    let (value, slope) = gelu_and_slope_by_tensor_ops(x.clone().detach(), tracked);
     match slope {
-        // x·sg(gelu'(x)) + sg(gelu(x) − x·gelu'(x)): `value` to rounding, gradient gelu'(x)·g.
-        Some(slope) => x * slope + value, // [..]
+        Some(slope) => x * slope + value, // [..] the tangent line, see `on_host`
         None => value,
     }
 }
 
-/// GELU of the detached `xs`, or, when `tracked`, its tangent line at `xs` as (offset, slope),
-/// in one vectorised pass on the host (the CPU backend; see [`crate::host_math`]).
-fn gelu_and_slope_on_host<const D: usize>(
-    xs: Tensor<D>,
-    tracked: bool,
-    device: &Device,
-) -> (Tensor<D>, Option<Tensor<D>>) {
-    let shape = xs.shape();
-    let xs: Vec<f32> = xs.into_data().try_into_vec::<f32>().expect("an f32 tensor (checked by the caller)");
-    let mut value = vec![0.0f32; xs.len()];
-    let mut slope = vec![0.0f32; xs.len()];
-    gelu_tanh_with_slope(&xs, &mut value, &mut slope, tracked);
-    let to_tensor = |v: Vec<f32>| Tensor::<D>::from_data(TensorData::new(v, shape.clone()), device);
-    (to_tensor(value), tracked.then(|| to_tensor(slope)))
+/// The logistic function `1 / (1 + e⁻ˣ)`, elementwise; any shape. On the CPU backend by the
+/// host kernel with the tangent-line tape of [`gelu_tanh`] (Burn's sigmoid is a libm `expf` per
+/// element on one thread, and its backward three more taped passes); elsewhere Burn's own.
+pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    if runs_on_host(&x) {
+        return on_host(Elementwise::Sigmoid, x);
+    }
+    burn::tensor::activation::sigmoid(x)
 }
 
-/// The same pair from Burn tensor ops (GPU backends), via `gelu(x) = x · sigmoid(x · (c₁ + c₃·x²))`.
+/// Whether `x` lives on the CPU backend in f32, where the host kernels apply.
+fn runs_on_host<const D: usize>(x: &Tensor<D>) -> bool {
+    x.device().without_autodiff() == Device::flex() && x.dtype() == DType::F32
+}
+
+/// `f(x)` by the host kernel. Untracked: the value. Tracked: the tangent line at `x`,
+/// `x·sg(f'(x)) + sg(f(x) − x·f'(x))` (sg = stop-gradient), whose value is `f(x)` to rounding
+/// and whose gradient is `f'(x)·g`: two taped ops, one multiplication in the backward.
+fn on_host<const D: usize>(f: Elementwise, x: Tensor<D>) -> Tensor<D> {
+    let device = x.device();
+    let shape = x.shape();
+    let tracked = x.is_tracked();
+    let xs: Vec<f32> =
+        x.clone().detach().into_data().try_into_vec::<f32>().expect("an f32 tensor (checked by runs_on_host)");
+    let mut value = vec![0.0f32; xs.len()];
+    let mut slope = vec![0.0f32; xs.len()];
+    value_and_slope(f, &xs, &mut value, &mut slope, tracked);
+    let to_tensor = |v: Vec<f32>| Tensor::<D>::from_data(TensorData::new(v, shape.clone()), &device);
+    if tracked {
+        x * to_tensor(slope) + to_tensor(value) // [..]
+    } else {
+        to_tensor(value)
+    }
+}
+
+/// GELU of the detached `xs` and, when `tracked`, its tangent line at `xs` as (offset, slope),
+/// from Burn tensor ops (GPU backends), via `gelu(x) = x · sigmoid(x · (c₁ + c₃·x²))`.
 fn gelu_and_slope_by_tensor_ops<const D: usize>(xs: Tensor<D>, tracked: bool) -> (Tensor<D>, Option<Tensor<D>>) {
     let x2 = xs.clone() * xs.clone(); // [..]
     let slope = x2.clone() * (TWO_SQRT_2_OVER_PI * GELU_CUBIC) + TWO_SQRT_2_OVER_PI; // [..] z = x·slope
-    let s = sigmoid(xs.clone() * slope); // [..]
+    let s = burn::tensor::activation::sigmoid(xs.clone() * slope); // [..]
     let value = xs.clone() * s.clone(); // [..]
     if !tracked {
         return (value, None);
@@ -151,18 +166,40 @@ mod tests {
         let xs = inputs();
         let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device);
         for tracked in [false, true] {
-            let (hv, hs) = gelu_and_slope_on_host(x.clone(), tracked, &device);
+            let (mut hv, mut hs) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
+            value_and_slope(Elementwise::GeluTanh, &xs, &mut hv, &mut hs, tracked);
             let (tv, ts) = gelu_and_slope_by_tensor_ops(x.clone(), tracked);
-            assert_eq!(hs.is_some(), tracked);
             assert_eq!(ts.is_some(), tracked);
-            let pairs = [(Some(hv), Some(tv)), (hs, ts)];
-            for (h, t) in pairs.into_iter().filter_map(|(h, t)| Some((h?, t?))) {
-                let h: Vec<f32> = h.try_into_vec_as::<f32>().unwrap();
-                let t: Vec<f32> = t.try_into_vec_as::<f32>().unwrap();
+            let mut pairs = vec![(hv, tv.try_into_vec_as::<f32>().unwrap())];
+            pairs.extend(ts.map(|ts| (hs, ts.try_into_vec_as::<f32>().unwrap())));
+            for (h, t) in pairs {
                 for ((&x, &a), &b) in xs.iter().zip(&h).zip(&t) {
                     assert!((a - b).abs() <= 2e-6 * x.abs().max(1.0), "tracked={tracked}, x = {x}: {a} vs {b}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn sigmoid_value_and_gradient_match_f64() {
+        let xs = inputs();
+        let want = |x: f64| 1.0 / (1.0 + (-x).exp());
+        // Untracked value on the plain device; tracked value and gradient under autodiff.
+        let plain = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &Device::flex());
+        let untracked: Vec<f32> = sigmoid(plain.clone()).try_into_vec_as::<f32>().unwrap();
+        let burns: Vec<f32> = burn::tensor::activation::sigmoid(plain).try_into_vec_as::<f32>().unwrap();
+        let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &Device::flex().autodiff())
+            .require_grad();
+        let y = sigmoid(x.clone());
+        let tracked: Vec<f32> = y.clone().try_into_vec_as::<f32>().unwrap();
+        let grad: Vec<f32> = x.grad(&y.sum().backward()).unwrap().try_into_vec_as::<f32>().unwrap();
+        for (i, &x) in xs.iter().enumerate() {
+            let (s, x64) = (want(x as f64), x as f64);
+            assert!((untracked[i] as f64 - s).abs() <= 1e-7, "σ({x}) = {}, want {s}", untracked[i]);
+            assert!((untracked[i] - burns[i]).abs() <= 2e-7, "σ({x}): {} vs Burn's {}", untracked[i], burns[i]);
+            let tol = 2e-7 * x64.abs().max(1.0);
+            assert!((tracked[i] as f64 - s).abs() <= tol, "tracked σ({x}) = {}, want {s}", tracked[i]);
+            assert!((grad[i] as f64 - s * (1.0 - s)).abs() <= 2e-7, "σ'({x}) = {}, want {}", grad[i], s * (1.0 - s));
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Burn's flex backend evaluates an elementwise op one element at a time on one thread (a libm
 //! `expf` per element for `sigmoid`), and a composite such as the tanh-GELU and its derivative
-//! is about ten such passes over memory. The kernels here do the whole composite in one pass,
+//! is about ten such passes over memory. The kernels here compute a function and its derivative
+//! in one pass,
 //! branch-free, over chunks shared out to the rayon pool; on x86-64 the same code is compiled a
 //! second time for AVX2 and picked at run time. Written by hand because no maintained crate
 //! offers a vectorised, dependency-light `exp` for `f32` slices.
@@ -53,45 +54,75 @@ const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_1;
 /// The cubic coefficient of the tanh approximation.
 const GELU_CUBIC: f32 = 0.044_715;
 
-/// Tanh-GELU `x·σ(2√(2/π)·(x + 0.044715·x³))` and its derivative at every element of `x`,
-/// written to `value` and `slope` (all three the same length), on the rayon pool. With
-/// `tangent_offset`, `value` receives `gelu(x) − x·gelu'(x)` instead: the offset of the tangent
-/// line at `x`, so that `x·slope + value` is `gelu(x)` (to rounding) and has gradient `slope`.
-pub fn gelu_tanh_with_slope(x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
-    assert!(x.len() == value.len() && x.len() == slope.len(), "gelu_tanh_with_slope: length mismatch");
+/// An elementwise function with a host kernel for its value and derivative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elementwise {
+    /// Tanh-GELU `x·σ(2√(2/π)·(x + 0.044715·x³))`.
+    GeluTanh,
+    /// The logistic function `1 / (1 + e⁻ˣ)`.
+    Sigmoid,
+}
+
+/// `f(x)` and `f'(x)` at every element of `x`, written to `value` and `slope` (all three the
+/// same length), on the rayon pool. With `tangent_offset`, `value` receives `f(x) − x·f'(x)`
+/// instead: the offset of the tangent line at `x`, so that `x·slope + value` is `f(x)` (to
+/// rounding) and has gradient `slope`.
+pub fn value_and_slope(f: Elementwise, x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+    assert!(x.len() == value.len() && x.len() == slope.len(), "value_and_slope: length mismatch");
     x.par_chunks(CHUNK).zip(value.par_chunks_mut(CHUNK)).zip(slope.par_chunks_mut(CHUNK)).for_each(
-        |((x, v), s)| {
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports AVX2 (checked just above).
-                return unsafe { gelu_chunk_avx2(x, v, s, tangent_offset) };
-            }
-            gelu_chunk(x, v, s, tangent_offset)
+        |((x, v), s)| match f {
+            Elementwise::GeluTanh => run_chunk(gelu_tanh_point, x, v, s, tangent_offset),
+            Elementwise::Sigmoid => run_chunk(sigmoid_point, x, v, s, tangent_offset),
         },
     );
 }
 
-/// [`gelu_chunk`] compiled for AVX2 (8 lanes instead of SSE2's 4).
+/// Tanh-GELU and its derivative at `x`.
+#[inline(always)]
+fn gelu_tanh_point(x: f32) -> (f32, f32) {
+    let x2 = x * x;
+    // z = x·(2√(2/π) + 2√(2/π)·0.044715·x²); gelu = x·σ(z).
+    let z = x * (TWO_SQRT_2_OVER_PI + (TWO_SQRT_2_OVER_PI * GELU_CUBIC) * x2);
+    let sig = sigmoid_f32(z);
+    // d/dx x·σ(z) = σ + x·σ·(1 − σ)·z', z' = 2√(2/π)·(1 + 3·0.044715·x²).
+    let dz = TWO_SQRT_2_OVER_PI + (3.0 * TWO_SQRT_2_OVER_PI * GELU_CUBIC) * x2;
+    (x * sig, sig + x * sig * (1.0 - sig) * dz)
+}
+
+/// The logistic function and its derivative `σ·(1 − σ)` at `x`.
+#[inline(always)]
+fn sigmoid_point(x: f32) -> (f32, f32) {
+    let sig = sigmoid_f32(x);
+    (sig, sig * (1.0 - sig))
+}
+
+/// One chunk of [`value_and_slope`]: the AVX2 build where the CPU has it, else the baseline one.
+#[inline(always)]
+fn run_chunk<F: Fn(f32) -> (f32, f32)>(f: F, x: &[f32], value: &mut [f32], slope: &mut [f32], offset: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { chunk_avx2(f, x, value, slope, offset) };
+    }
+    chunk(f, x, value, slope, offset)
+}
+
+/// [`chunk`] compiled for AVX2 (8 lanes instead of SSE2's 4; no FMA, so both builds round
+/// identically).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn gelu_chunk_avx2(x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
-    gelu_chunk(x, value, slope, tangent_offset)
+unsafe fn chunk_avx2<F: Fn(f32) -> (f32, f32)>(f: F, x: &[f32], value: &mut [f32], slope: &mut [f32], offset: bool) {
+    chunk(f, x, value, slope, offset)
 }
 
 #[inline(always)]
-fn gelu_chunk(x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
-    // One flag for the whole chunk: both arms stay branch-free loops.
+fn chunk<F: Fn(f32) -> (f32, f32)>(f: F, x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+    // One flag for the whole chunk: the loop stays branch-free.
     let at_origin = if tangent_offset { 1.0 } else { 0.0 };
     for ((&x, v), s) in x.iter().zip(value.iter_mut()).zip(slope.iter_mut()) {
-        let x2 = x * x;
-        // z = x·(2√(2/π) + 2√(2/π)·0.044715·x²); gelu = x·σ(z).
-        let z = x * (TWO_SQRT_2_OVER_PI + (TWO_SQRT_2_OVER_PI * GELU_CUBIC) * x2);
-        let sig = sigmoid_f32(z);
-        // d/dx x·σ(z) = σ + x·σ·(1 − σ)·z', z' = 2√(2/π)·(1 + 3·0.044715·x²).
-        let dz = TWO_SQRT_2_OVER_PI + (3.0 * TWO_SQRT_2_OVER_PI * GELU_CUBIC) * x2;
-        let d = sig + x * sig * (1.0 - sig) * dz;
-        *v = x * sig - at_origin * (x * d);
-        *s = d;
+        let (fx, dfx) = f(x);
+        *v = fx - at_origin * (x * dfx);
+        *s = dfx;
     }
 }
 
@@ -124,12 +155,14 @@ mod tests {
         let n = 3 * CHUNK + 17;
         let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 6.0).collect();
         let (mut v, mut s) = (vec![0.0; n], vec![0.0; n]);
-        for offset in [false, true] {
-            gelu_tanh_with_slope(&x, &mut v, &mut s, offset);
-            let (mut v1, mut s1) = (vec![0.0; n], vec![0.0; n]);
-            gelu_chunk(&x, &mut v1, &mut s1, offset);
-            assert_eq!(v, v1);
-            assert_eq!(s, s1);
+        for (f, point) in [(Elementwise::GeluTanh, gelu_tanh_point as fn(f32) -> (f32, f32)), (Elementwise::Sigmoid, sigmoid_point)] {
+            for offset in [false, true] {
+                value_and_slope(f, &x, &mut v, &mut s, offset);
+                let (mut v1, mut s1) = (vec![0.0; n], vec![0.0; n]);
+                chunk(point, &x, &mut v1, &mut s1, offset);
+                assert_eq!(v, v1, "{f:?}, offset {offset}");
+                assert_eq!(s, s1, "{f:?}, offset {offset}");
+            }
         }
     }
 }

@@ -19,7 +19,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use burn::tensor::activation::sigmoid;
+use jinn_nn::activation::sigmoid;
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_nn::init::{lazy_param, linear, zero_linear};
 use jinn_nn::{

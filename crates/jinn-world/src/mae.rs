@@ -14,7 +14,7 @@
 
 use crate::tokenizer::{TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
-use burn::tensor::activation::sigmoid;
+use jinn_nn::activation::sigmoid;
 use burn::tensor::{Bool, Device, Distribution, Tensor, TensorData};
 use jinn_nn::init::lazy_param;
 use jinn_nn::{patchify, unpatchify, AxialTransformer, NnError, PatchGrid};

@@ -11,7 +11,7 @@
 //! Deviation: Jasmine runs the model in bf16; here it runs in f32 (the CPU backend's dtype).
 
 use burn::module::Module;
-use burn::tensor::activation::sigmoid;
+use jinn_nn::activation::sigmoid;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_nn::{
     patchify, unpatchify, AxialBlock, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
