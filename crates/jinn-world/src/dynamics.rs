@@ -11,10 +11,12 @@
 
 pub mod causal;
 pub mod maskgit;
+mod token_loss;
+
+pub use token_loss::{weighted_token_losses, TokenLosses};
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use burn::tensor::activation::log_softmax;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
 use jinn_nn::init::{lazy_param, linear};
 use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
@@ -309,25 +311,6 @@ pub(crate) fn action_slots(action_up: &Linear, actions: Tensor<3>, [b, t, w]: [u
     let la = actions.dims()[2];
     let up = action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, w]
     Tensor::cat(vec![zero, up], 1) // [b, t, 1, w]
-}
-
-/// Cross-entropy and z-loss averaged over the positions where `weight` `[B, T, N]` is 1:
-/// `Σ w·CE / Σ w` and `Σ w·logsumexp² / Σ w` (spec §3.4; 0 when no position counts).
-pub fn weighted_token_losses(
-    logits: Tensor<4>,
-    targets: Tensor<3, Int>,
-    weight: Tensor<3>,
-) -> (Tensor<1>, Tensor<1>) {
-    let [b, t, n, _] = logits.dims();
-    let logp = log_softmax(logits.clone(), 3); // [b, t, n, v]
-    let nll = -logp.gather(3, targets.reshape([b, t, n, 1])).reshape([b, t, n]); // [b, t, n]
-    let max = logits.clone().detach().max_dim(3); // [b, t, n, 1]
-    let lse = (logits - max.clone()).exp().sum_dim(3).log() + max; // [b, t, n, 1]
-    let lse = lse.reshape([b, t, n]); // [b, t, n]
-    let count = weight.clone().sum().clamp_min(1.0); // [1]
-    let ce = (nll * weight.clone()).sum() / count.clone();
-    let z = (lse.powi_scalar(2) * weight).sum() / count;
-    (ce, z)
 }
 
 /// Host-side metrics of token predictions over the positions where `weight` is true:

@@ -102,12 +102,13 @@ fn loss_counts_only_masked_positions_as_the_naive_computation_does() {
     let targets = random_tokens(dims, v, 4);
     let mask = maskgit::draw_mask(dims, 0.5, &mut jinn_data::rng::rng_for(2, "test", 0));
     let weight = maskgit::mask_tensor(&mask, dims, &device).float();
-    let (ce, z) = weighted_token_losses(logits.clone(), tokens(&targets, dims, &device), weight);
+    let losses = weighted_token_losses(logits.clone(), tokens(&targets, dims, &device), weight, 0.0);
     let (want_ce, want_z) = naive_losses(&floats(logits.clone()), &targets, &mask, v);
-    assert!((ce.clone().into_scalar::<f32>() as f64 - want_ce).abs() < 1e-5);
-    assert!((z.into_scalar::<f32>() as f64 - want_z).abs() < 1e-4);
+    assert!((losses.ce.into_scalar::<f32>() as f64 - want_ce).abs() < 1e-5);
+    assert!((losses.z.into_scalar::<f32>() as f64 - want_z).abs() < 1e-4);
+    assert!((losses.loss.clone().into_scalar::<f32>() as f64 - want_ce).abs() < 1e-5);
     // No gradient reaches the logits of unmasked positions; every masked one gets some.
-    let grads = ce.backward();
+    let grads = losses.loss.backward();
     let g = floats(logits.grad(&grads).unwrap());
     for (row, &m) in g.chunks(v).zip(&mask) {
         assert_eq!(row.iter().any(|&x| x != 0.0), m);
@@ -231,7 +232,7 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
                 DynamicsKind::Diffusion => unreachable!("token dynamics only"),
             };
             let logits = model.logits(targets.clone(), actions.clone(), mask).unwrap();
-            let (ce, _) = weighted_token_losses(logits, targets.clone(), weight);
+            let ce = weighted_token_losses(logits, targets.clone(), weight, 0.0).loss;
             losses.push(ce.clone().into_scalar::<f32>());
             model = optim.step(3e-3, model.clone(), GradientsParams::from_grads(ce.backward(), &model));
         }
