@@ -64,8 +64,12 @@ fn on_host<const D: usize>(f: Elementwise, x: Tensor<D>) -> Tensor<D> {
     let device = x.device();
     let shape = x.shape();
     let tracked = x.is_tracked();
-    let xs: Vec<f32> =
-        x.clone().detach().into_data().try_into_vec::<f32>().expect("an f32 tensor (checked by runs_on_host)");
+    let xs: Vec<f32> = x
+        .clone()
+        .detach()
+        .into_data()
+        .try_into_vec::<f32>()
+        .expect("an f32 tensor (checked by runs_on_host)");
     let mut value = vec![0.0f32; xs.len()];
     let mut slope = vec![0.0f32; xs.len()];
     value_and_slope(f, &xs, &mut value, &mut slope, tracked);
@@ -79,7 +83,10 @@ fn on_host<const D: usize>(f: Elementwise, x: Tensor<D>) -> Tensor<D> {
 
 /// GELU of the detached `xs` and, when `tracked`, its tangent line at `xs` as (offset, slope),
 /// from Burn tensor ops (GPU backends), via `gelu(x) = x · sigmoid(x · (c₁ + c₃·x²))`.
-fn gelu_and_slope_by_tensor_ops<const D: usize>(xs: Tensor<D>, tracked: bool) -> (Tensor<D>, Option<Tensor<D>>) {
+fn gelu_and_slope_by_tensor_ops<const D: usize>(
+    xs: Tensor<D>,
+    tracked: bool,
+) -> (Tensor<D>, Option<Tensor<D>>) {
     let x2 = xs.clone() * xs.clone(); // [..]
     let slope = x2.clone() * (TWO_SQRT_2_OVER_PI * GELU_CUBIC) + TWO_SQRT_2_OVER_PI; // [..] z = x·slope
     let s = burn::tensor::activation::sigmoid(xs.clone() * slope); // [..]
@@ -174,7 +181,10 @@ mod tests {
             pairs.extend(ts.map(|ts| (hs, ts.try_into_vec_as::<f32>().unwrap())));
             for (h, t) in pairs {
                 for ((&x, &a), &b) in xs.iter().zip(&h).zip(&t) {
-                    assert!((a - b).abs() <= 2e-6 * x.abs().max(1.0), "tracked={tracked}, x = {x}: {a} vs {b}");
+                    assert!(
+                        (a - b).abs() <= 2e-6 * x.abs().max(1.0),
+                        "tracked={tracked}, x = {x}: {a} vs {b}"
+                    );
                 }
             }
         }
@@ -196,10 +206,20 @@ mod tests {
         for (i, &x) in xs.iter().enumerate() {
             let (s, x64) = (want(x as f64), x as f64);
             assert!((untracked[i] as f64 - s).abs() <= 1e-7, "σ({x}) = {}, want {s}", untracked[i]);
-            assert!((untracked[i] - burns[i]).abs() <= 2e-7, "σ({x}): {} vs Burn's {}", untracked[i], burns[i]);
+            assert!(
+                (untracked[i] - burns[i]).abs() <= 2e-7,
+                "σ({x}): {} vs Burn's {}",
+                untracked[i],
+                burns[i]
+            );
             let tol = 2e-7 * x64.abs().max(1.0);
             assert!((tracked[i] as f64 - s).abs() <= tol, "tracked σ({x}) = {}, want {s}", tracked[i]);
-            assert!((grad[i] as f64 - s * (1.0 - s)).abs() <= 2e-7, "σ'({x}) = {}, want {}", grad[i], s * (1.0 - s));
+            assert!(
+                (grad[i] as f64 - s * (1.0 - s)).abs() <= 2e-7,
+                "σ'({x}) = {}, want {}",
+                grad[i],
+                s * (1.0 - s)
+            );
         }
     }
 

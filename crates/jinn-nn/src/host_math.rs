@@ -36,7 +36,7 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p * r + 8.333_452e-3;
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
+    let p = p * r + 0.5;
     let er = p * r * r + r + 1.0;
     // t's bits are those of ROUND_MAGIC plus n; shift n + 127 into the exponent field.
     let two_n = f32::from_bits((t.to_bits().wrapping_sub(ROUND_MAGIC.to_bits()).wrapping_add(127)) << 23);
@@ -50,7 +50,8 @@ pub fn sigmoid_f32(z: f32) -> f32 {
 }
 
 /// `2·√(2/π)`.
-const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_1;
+const TWO_SQRT_2_OVER_PI: f32 =
+    (2.0 * core::f64::consts::FRAC_2_SQRT_PI * core::f64::consts::FRAC_1_SQRT_2) as f32;
 /// The cubic coefficient of the tanh approximation.
 const GELU_CUBIC: f32 = 0.044_715;
 
@@ -67,7 +68,13 @@ pub enum Elementwise {
 /// same length), on the rayon pool. With `tangent_offset`, `value` receives `f(x) − x·f'(x)`
 /// instead: the offset of the tangent line at `x`, so that `x·slope + value` is `f(x)` (to
 /// rounding) and has gradient `slope`.
-pub fn value_and_slope(f: Elementwise, x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+pub fn value_and_slope(
+    f: Elementwise,
+    x: &[f32],
+    value: &mut [f32],
+    slope: &mut [f32],
+    tangent_offset: bool,
+) {
     assert!(x.len() == value.len() && x.len() == slope.len(), "value_and_slope: length mismatch");
     x.par_chunks(CHUNK).zip(value.par_chunks_mut(CHUNK)).zip(slope.par_chunks_mut(CHUNK)).for_each(
         |((x, v), s)| match f {
@@ -111,12 +118,24 @@ fn run_chunk<F: Fn(f32) -> (f32, f32)>(f: F, x: &[f32], value: &mut [f32], slope
 /// identically).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn chunk_avx2<F: Fn(f32) -> (f32, f32)>(f: F, x: &[f32], value: &mut [f32], slope: &mut [f32], offset: bool) {
+unsafe fn chunk_avx2<F: Fn(f32) -> (f32, f32)>(
+    f: F,
+    x: &[f32],
+    value: &mut [f32],
+    slope: &mut [f32],
+    offset: bool,
+) {
     chunk(f, x, value, slope, offset)
 }
 
 #[inline(always)]
-fn chunk<F: Fn(f32) -> (f32, f32)>(f: F, x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+fn chunk<F: Fn(f32) -> (f32, f32)>(
+    f: F,
+    x: &[f32],
+    value: &mut [f32],
+    slope: &mut [f32],
+    tangent_offset: bool,
+) {
     // One flag for the whole chunk: the loop stays branch-free.
     let at_origin = if tangent_offset { 1.0 } else { 0.0 };
     for ((&x, v), s) in x.iter().zip(value.iter_mut()).zip(slope.iter_mut()) {
@@ -155,7 +174,10 @@ mod tests {
         let n = 3 * CHUNK + 17;
         let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 6.0).collect();
         let (mut v, mut s) = (vec![0.0; n], vec![0.0; n]);
-        for (f, point) in [(Elementwise::GeluTanh, gelu_tanh_point as fn(f32) -> (f32, f32)), (Elementwise::Sigmoid, sigmoid_point)] {
+        for (f, point) in [
+            (Elementwise::GeluTanh, gelu_tanh_point as fn(f32) -> (f32, f32)),
+            (Elementwise::Sigmoid, sigmoid_point),
+        ] {
             for offset in [false, true] {
                 value_and_slope(f, &x, &mut v, &mut s, offset);
                 let (mut v1, mut s1) = (vec![0.0; n], vec![0.0; n]);

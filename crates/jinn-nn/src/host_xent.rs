@@ -52,7 +52,9 @@ pub fn softmax_xent_rows(
         run_rows(x, &targets[rows.clone()], &weight[rows], v, z_weight, scale as f32, g)
     };
     let chunk = ROWS_PER_TASK * v;
-    let (nll, z) = match grad {
+    // Per-task partial sums collected in order and added in order: the result does not depend
+    // on how rayon splits the work.
+    let partials: Vec<(f64, f64)> = match grad {
         Some(g) => {
             assert_eq!(g.len(), logits.len(), "softmax_xent_rows: gradient buffer length");
             logits
@@ -60,14 +62,13 @@ pub fn softmax_xent_rows(
                 .zip(g.par_chunks_mut(chunk))
                 .enumerate()
                 .map(|(i, (x, g))| task((i * ROWS_PER_TASK, x, Some(g))))
-                .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
+                .collect()
         }
-        None => logits
-            .par_chunks(chunk)
-            .enumerate()
-            .map(|(i, x)| task((i * ROWS_PER_TASK, x, None)))
-            .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1)),
+        None => {
+            logits.par_chunks(chunk).enumerate().map(|(i, x)| task((i * ROWS_PER_TASK, x, None))).collect()
+        }
     };
+    let (nll, z) = partials.iter().fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     XentMeans { ce: nll * scale, z: z * scale, weight_sum }
 }
 

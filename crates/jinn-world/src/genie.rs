@@ -243,7 +243,8 @@ impl Genie {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
             (logits, mask, mask_t.float())
         };
-        let losses = weighted_token_losses(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
+        let losses =
+            weighted_token_losses(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
         let (loss, ce, z_loss) = (losses.loss, losses.ce, losses.z);
         Ok(GenieOutput { tokens, logits, loss_positions, loss, ce, z_loss, lam_indices })
     }

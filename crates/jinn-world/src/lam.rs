@@ -19,8 +19,8 @@
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use jinn_nn::activation::sigmoid;
 use burn::tensor::{Device, Distribution, Int, Tensor};
+use jinn_nn::activation::sigmoid;
 use jinn_nn::init::{lazy_param, linear, zero_linear};
 use jinn_nn::{
     patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, ResetTarget,

@@ -14,8 +14,8 @@
 
 use crate::tokenizer::{TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
-use jinn_nn::activation::sigmoid;
 use burn::tensor::{Bool, Device, Distribution, Tensor, TensorData};
+use jinn_nn::activation::sigmoid;
 use jinn_nn::init::lazy_param;
 use jinn_nn::{patchify, unpatchify, AxialTransformer, NnError, PatchGrid};
 use rand::Rng;

@@ -11,8 +11,8 @@
 //! Deviation: Jasmine runs the model in bf16; here it runs in f32 (the CPU backend's dtype).
 
 use burn::module::Module;
-use jinn_nn::activation::sigmoid;
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use jinn_nn::activation::sigmoid;
 use jinn_nn::{
     patchify, unpatchify, AxialBlock, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
     VectorQuantizer, VectorQuantizerConfig, VqOutput,

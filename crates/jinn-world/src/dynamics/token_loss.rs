@@ -38,12 +38,18 @@ pub fn weighted_token_losses(
 /// The host path: losses and gradient from [`softmax_xent_rows`]; under autodiff the loss is
 /// `Σ logits·sg(grad) + sg(loss − Σ logits·grad)`, whose value is the loss (to rounding) and
 /// whose gradient is `grad`.
-fn host_losses(logits: Tensor<4>, targets: Tensor<3, Int>, weight: Tensor<3>, z_loss_weight: f64) -> TokenLosses {
+fn host_losses(
+    logits: Tensor<4>,
+    targets: Tensor<3, Int>,
+    weight: Tensor<3>,
+    z_loss_weight: f64,
+) -> TokenLosses {
     let device = logits.device();
     let shape = logits.shape();
     let v = logits.dims()[3];
     let tracked = logits.is_tracked();
-    let x: Vec<f32> = logits.clone().detach().into_data().try_into_vec::<f32>().expect("f32 logits (checked)");
+    let x: Vec<f32> =
+        logits.clone().detach().into_data().try_into_vec::<f32>().expect("f32 logits (checked)");
     let t: Vec<i64> = targets.into_data().convert::<i64>().try_into_vec::<i64>().expect("integer targets");
     let w: Vec<f32> = weight.into_data().convert::<f32>().try_into_vec::<f32>().expect("float weights");
     let mut grad = if tracked { vec![0.0f32; x.len()] } else { Vec::new() };
@@ -61,7 +67,11 @@ fn host_losses(logits: Tensor<4>, targets: Tensor<3, Int>, weight: Tensor<3>, z_
 }
 
 /// `(ce, z)` from Burn ops (GPU backends).
-fn losses_by_tensor_ops(logits: Tensor<4>, targets: Tensor<3, Int>, weight: Tensor<3>) -> (Tensor<1>, Tensor<1>) {
+fn losses_by_tensor_ops(
+    logits: Tensor<4>,
+    targets: Tensor<3, Int>,
+    weight: Tensor<3>,
+) -> (Tensor<1>, Tensor<1>) {
     let [b, t, n, _] = logits.dims();
     let logp = log_softmax(logits.clone(), 3); // [b, t, n, v]
     let nll = -logp.gather(3, targets.reshape([b, t, n, 1])).reshape([b, t, n]); // [b, t, n]
@@ -116,10 +126,14 @@ mod tests {
         let (dims, v) = ([1, 2, 4], 6);
         let mk = |device: &Device| {
             let logits = Tensor::<4>::from_data(
-                TensorData::new((0..8 * v).map(|i| (i as f32 * 0.3).cos() * 4.0).collect::<Vec<_>>(), [1, 2, 4, v]),
+                TensorData::new(
+                    (0..8 * v).map(|i| (i as f32 * 0.3).cos() * 4.0).collect::<Vec<_>>(),
+                    [1, 2, 4, v],
+                ),
                 device,
             );
-            let targets = Tensor::<3, Int>::from_data(TensorData::new(vec![0i64, 1, 2, 3, 4, 5, 0, 1], dims), device);
+            let targets =
+                Tensor::<3, Int>::from_data(TensorData::new(vec![0i64, 1, 2, 3, 4, 5, 0, 1], dims), device);
             let weight = Tensor::<3>::ones(dims, device);
             host_losses(logits, targets, weight, 0.1)
         };
