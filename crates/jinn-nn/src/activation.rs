@@ -127,14 +127,18 @@ mod tests {
 
     #[test]
     fn matches_f64_tanh_gelu() {
-        let device = Device::flex();
+        // Untracked: the kernel's value; tracked (autodiff): the tangent line's x·slope + offset,
+        // gelu(x) to rounding.
         let xs = inputs();
-        let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device);
-        let got: Vec<f32> = gelu_tanh(x).try_into_vec_as::<f32>().unwrap();
-        for (&x, &g) in xs.iter().zip(&got) {
-            let want = gelu_f64(x as f64);
-            let tol = 1e-6 * (x.abs() as f64).max(1.0);
-            assert!((g as f64 - want).abs() <= tol, "gelu({x}) = {g}, want {want}");
+        for device in [Device::flex(), Device::flex().autodiff()] {
+            let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device);
+            let x = if device.is_autodiff() { x.require_grad() } else { x };
+            let got: Vec<f32> = gelu_tanh(x).try_into_vec_as::<f32>().unwrap();
+            for (&x, &g) in xs.iter().zip(&got) {
+                let want = gelu_f64(x as f64);
+                let tol = 1e-6 * (x.abs() as f64).max(1.0);
+                assert!((g as f64 - want).abs() <= tol, "gelu({x}) = {g}, want {want} on {device:?}");
+            }
         }
     }
 
@@ -149,20 +153,6 @@ mod tests {
             let want = gelu_grad_f64(x as f64);
             let tol = 2e-6 * (x.abs() as f64).max(1.0);
             assert!((g as f64 - want).abs() <= tol, "gelu'({x}) = {g}, want {want}");
-        }
-    }
-
-    #[test]
-    fn tracked_value_matches_f64_tanh_gelu() {
-        // Under autodiff the value is the tangent line's, x·slope + offset: gelu(x) to rounding.
-        let device = Device::flex().autodiff();
-        let xs = inputs();
-        let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device).require_grad();
-        let got: Vec<f32> = gelu_tanh(x).try_into_vec_as::<f32>().unwrap();
-        for (&x, &g) in xs.iter().zip(&got) {
-            let want = gelu_f64(x as f64);
-            let tol = 1e-6 * (x.abs() as f64).max(1.0);
-            assert!((g as f64 - want).abs() <= tol, "gelu({x}) = {g}, want {want}");
         }
     }
 

@@ -49,7 +49,14 @@ pub fn softmax_xent_rows(
     let scale = 1.0 / weight_sum.max(1.0);
     let task = |(r0, x, g): (usize, &[f32], Option<&mut [f32]>)| -> (f64, f64) {
         let rows = r0..r0 + x.len() / v;
-        run_rows(x, &targets[rows.clone()], &weight[rows], v, z_weight, scale as f32, g)
+        let job = RowsJob {
+            targets: &targets[rows.clone()],
+            weight: &weight[rows],
+            v,
+            z_weight,
+            scale: scale as f32,
+        };
+        run_rows(&job, x, g)
     };
     let chunk = ROWS_PER_TASK * v;
     // Per-task partial sums collected in order and added in order: the result does not depend
@@ -72,50 +79,38 @@ pub fn softmax_xent_rows(
     XentMeans { ce: nll * scale, z: z * scale, weight_sum }
 }
 
-/// One task's rows: the AVX2 build where the CPU has it, else the baseline one.
-fn run_rows(
-    x: &[f32],
-    targets: &[i64],
-    weight: &[f32],
+/// What every task of [`softmax_xent_rows`] shares.
+struct RowsJob<'a> {
+    /// This task's targets and weights.
+    targets: &'a [i64],
+    weight: &'a [f32],
     v: usize,
     z_weight: f32,
+    /// `1 / max(Σ w, 1)`.
     scale: f32,
-    grad: Option<&mut [f32]>,
-) -> (f64, f64) {
+}
+
+/// One task's rows: the AVX2 build where the CPU has it, else the baseline one.
+fn run_rows(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { rows_avx2(x, targets, weight, v, z_weight, scale, grad) };
+        return unsafe { rows_avx2(job, x, grad) };
     }
-    rows(x, targets, weight, v, z_weight, scale, grad)
+    rows(job, x, grad)
 }
 
 /// [`rows`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rows_avx2(
-    x: &[f32],
-    targets: &[i64],
-    weight: &[f32],
-    v: usize,
-    z_weight: f32,
-    scale: f32,
-    grad: Option<&mut [f32]>,
-) -> (f64, f64) {
-    rows(x, targets, weight, v, z_weight, scale, grad)
+unsafe fn rows_avx2(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> (f64, f64) {
+    rows(job, x, grad)
 }
 
 /// `(Σ w·nll, Σ w·lse²)` of the rows in `x`, the gradient rows written to `grad` if given.
 #[inline(always)]
-fn rows(
-    x: &[f32],
-    targets: &[i64],
-    weight: &[f32],
-    v: usize,
-    z_weight: f32,
-    scale: f32,
-    mut grad: Option<&mut [f32]>,
-) -> (f64, f64) {
+fn rows(job: &RowsJob, x: &[f32], mut grad: Option<&mut [f32]>) -> (f64, f64) {
+    let RowsJob { targets, weight, v, z_weight, scale } = *job;
     let write_grad = grad.is_some();
     let mut scratch = vec![0.0f32; if write_grad { 0 } else { v }];
     let (mut nll_sum, mut z_sum) = (0.0f64, 0.0f64);
