@@ -180,16 +180,20 @@ mod tests {
         host_linear(&ctx, b * s, &mha.output)
     }
 
+    /// The layer against the f64 loops, on the plain device (Burn's native kernel) and, with the
+    /// input on the tape, under autodiff (Burn's composite fallback).
     fn check(causal: bool) {
-        let device = Device::flex();
-        let shape = [2, 5, 16];
-        let mha = MultiHeadAttentionConfig::new(16, 4).with_causal(causal).init(&device).unwrap();
-        let x = Tensor::<3>::random(shape, Distribution::Normal(0.0, 1.0), &device);
-        let xs = to_vec(x.clone());
-        let got = to_vec(mha.forward(x));
-        let want = naive_mha(&mha, &xs, shape);
-        for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() < 1e-4, "causal={causal}: {g} vs {w}");
+        for device in [Device::flex(), Device::flex().autodiff()] {
+            let shape = [2, 5, 16];
+            let mha = MultiHeadAttentionConfig::new(16, 4).with_causal(causal).init(&device).unwrap();
+            let x = Tensor::<3>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+            let x = if device.is_autodiff() { x.require_grad() } else { x };
+            let xs = to_vec(x.clone());
+            let got = to_vec(mha.forward(x));
+            let want = naive_mha(&mha, &xs, shape);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-4, "causal={causal} on {device:?}: {g} vs {w}");
+            }
         }
     }
 
