@@ -3,9 +3,8 @@
 //! Burn's flex backend evaluates an elementwise op one element at a time on one thread (a libm
 //! `expf` per element for `sigmoid`), and a composite such as the tanh-GELU and its derivative
 //! is about ten such passes over memory. The kernels here compute a function and its derivative
-//! in one pass,
-//! branch-free, over chunks shared out to the rayon pool; on x86-64 the same code is compiled a
-//! second time for AVX2 and picked at run time. Written by hand because no maintained crate
+//! in one branch-free pass, over chunks shared out to the rayon pool; on x86-64 the same code is
+//! compiled a second time for AVX2 and picked at run time. Written by hand because no maintained crate
 //! offers a vectorised, dependency-light `exp` for `f32` slices.
 
 use rayon::prelude::*;
