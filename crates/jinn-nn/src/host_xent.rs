@@ -25,6 +25,9 @@ pub struct XentMeans {
     pub z: f64,
     /// `Σ w`, the number of counted rows for 0/1 weights.
     pub weight_sum: f64,
+    /// `Σ logits·grad` over every element when the gradient was written (else 0): what a
+    /// tangent-line tape `Σ logits·sg(grad)` evaluates to, so its offset is `loss − this`.
+    pub logits_dot_grad: f64,
 }
 
 /// Cross-entropy of the rows of `logits` `[rows, v]` against `targets` `[rows]`, weighted by
@@ -47,7 +50,7 @@ pub fn softmax_xent_rows(
     assert!(v > 0 && logits.len() == rows * v && weight.len() == rows, "softmax_xent_rows: shape mismatch");
     let weight_sum: f64 = weight.iter().map(|&w| w as f64).sum();
     let scale = 1.0 / weight_sum.max(1.0);
-    let task = |(r0, x, g): (usize, &[f32], Option<&mut [f32]>)| -> (f64, f64) {
+    let task = |(r0, x, g): (usize, &[f32], Option<&mut [f32]>)| -> [f64; 3] {
         let rows = r0..r0 + x.len() / v;
         let job = RowsJob {
             targets: &targets[rows.clone()],
@@ -61,7 +64,7 @@ pub fn softmax_xent_rows(
     let chunk = ROWS_PER_TASK * v;
     // Per-task partial sums collected in order and added in order: the result does not depend
     // on how rayon splits the work.
-    let partials: Vec<(f64, f64)> = match grad {
+    let partials: Vec<[f64; 3]> = match grad {
         Some(g) => {
             assert_eq!(g.len(), logits.len(), "softmax_xent_rows: gradient buffer length");
             logits
@@ -75,8 +78,8 @@ pub fn softmax_xent_rows(
             logits.par_chunks(chunk).enumerate().map(|(i, x)| task((i * ROWS_PER_TASK, x, None))).collect()
         }
     };
-    let (nll, z) = partials.iter().fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    XentMeans { ce: nll * scale, z: z * scale, weight_sum }
+    let [nll, z, dot] = partials.iter().fold([0.0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+    XentMeans { ce: nll * scale, z: z * scale, weight_sum, logits_dot_grad: dot }
 }
 
 /// What every task of [`softmax_xent_rows`] shares.
@@ -91,7 +94,7 @@ struct RowsJob<'a> {
 }
 
 /// One task's rows: the AVX2 build where the CPU has it, else the baseline one.
-fn run_rows(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> (f64, f64) {
+fn run_rows(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> [f64; 3] {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
@@ -103,17 +106,18 @@ fn run_rows(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> (f64, f64) {
 /// [`rows`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rows_avx2(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> (f64, f64) {
+unsafe fn rows_avx2(job: &RowsJob, x: &[f32], grad: Option<&mut [f32]>) -> [f64; 3] {
     rows(job, x, grad)
 }
 
-/// `(Σ w·nll, Σ w·lse²)` of the rows in `x`, the gradient rows written to `grad` if given.
+/// `[Σ w·nll, Σ w·lse², Σ x·grad]` of the rows in `x`, the gradient rows written to `grad` if
+/// given.
 #[inline(always)]
-fn rows(job: &RowsJob, x: &[f32], mut grad: Option<&mut [f32]>) -> (f64, f64) {
+fn rows(job: &RowsJob, x: &[f32], mut grad: Option<&mut [f32]>) -> [f64; 3] {
     let RowsJob { targets, weight, v, z_weight, scale } = *job;
     let write_grad = grad.is_some();
     let mut scratch = vec![0.0f32; if write_grad { 0 } else { v }];
-    let (mut nll_sum, mut z_sum) = (0.0f64, 0.0f64);
+    let (mut nll_sum, mut z_sum, mut dot_sum) = (0.0f64, 0.0f64, 0.0f64);
     for (r, row) in x.chunks_exact(v).enumerate() {
         let w = weight[r];
         let out: &mut [f32] = match grad.as_deref_mut() {
@@ -141,22 +145,36 @@ fn rows(job: &RowsJob, x: &[f32], mut grad: Option<&mut [f32]>) -> (f64, f64) {
                 *e *= k;
             }
             out[target] -= w * scale;
+            dot_sum += lane_dot(row, out) as f64;
         }
     }
-    (nll_sum, z_sum)
+    [nll_sum, z_sum, dot_sum]
 }
 
 /// Sum of `x` with eight independent partial sums (so the loop vectorises).
 #[inline(always)]
 fn lane_sum(x: &[f32]) -> f32 {
+    lane_dot_with(x, x, |a, _| a)
+}
+
+/// `Σ a·b`, likewise.
+#[inline(always)]
+fn lane_dot(a: &[f32], b: &[f32]) -> f32 {
+    lane_dot_with(a, b, |a, b| a * b)
+}
+
+/// `Σ term(aᵢ, bᵢ)` over eight lanes.
+#[inline(always)]
+fn lane_dot_with(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> f32) -> f32 {
     let mut lanes = [0.0f32; 8];
-    let mut it = x.chunks_exact(8);
-    for c in &mut it {
-        for (l, &a) in lanes.iter_mut().zip(c) {
-            *l += a;
+    let (mut ia, mut ib) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (ca, cb) in (&mut ia).zip(&mut ib) {
+        for ((l, &x), &y) in lanes.iter_mut().zip(ca).zip(cb) {
+            *l += term(x, y);
         }
     }
-    lanes.iter().sum::<f32>() + it.remainder().iter().sum::<f32>()
+    let tail: f32 = ia.remainder().iter().zip(ib.remainder()).map(|(&x, &y)| term(x, y)).sum();
+    lanes.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
@@ -194,10 +212,13 @@ mod tests {
             let mut got_g = vec![f32::NAN; x.len()];
             let with = softmax_xent_rows(&x, &t, &w, v, lambda as f32, Some(&mut got_g));
             let without = softmax_xent_rows(&x, &t, &w, v, lambda as f32, None);
-            assert_eq!(with, without);
+            assert_eq!([with.ce, with.z, with.weight_sum], [without.ce, without.z, without.weight_sum]);
             assert!((with.ce - ce).abs() < 1e-5 * ce.abs().max(1.0), "ce {} vs {ce}", with.ce);
             assert!((with.z - z).abs() < 1e-5 * z.abs().max(1.0), "z {} vs {z}", with.z);
             assert_eq!(with.weight_sum, w.iter().map(|&w| w as f64).sum::<f64>());
+            let dot: f64 = x.iter().zip(&g).map(|(&a, &b)| a as f64 * b).sum();
+            assert!((with.logits_dot_grad - dot).abs() < 1e-5, "Σ x·grad {} vs {dot}", with.logits_dot_grad);
+            assert_eq!(without.logits_dot_grad, 0.0);
             for (a, b) in got_g.iter().zip(&g) {
                 assert!((*a as f64 - b).abs() < 1e-6, "gradient {a} vs {b}");
             }

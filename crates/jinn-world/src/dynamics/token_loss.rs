@@ -57,9 +57,8 @@ fn host_losses(
     let scalar = |value: f64| Tensor::<1>::from_data(TensorData::new(vec![value as f32], [1]), &device);
     let value = means.ce + z_loss_weight * means.z;
     let loss = if tracked {
-        let along: f64 = x.iter().zip(&grad).map(|(&a, &g)| a as f64 * g as f64).sum();
         let grad = Tensor::<4>::from_data(TensorData::new(grad, shape), &device); // [b, t, n, v]
-        (logits * grad).sum() + scalar(value - along)
+        (logits * grad).sum() + scalar(value - means.logits_dot_grad)
     } else {
         scalar(value)
     };
