@@ -110,3 +110,21 @@ fn on_compute_pool<R: Send>(job: impl FnOnce() -> R + Send) -> R {
         Err(_) => job(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::on_compute_pool;
+
+    #[test]
+    fn the_command_runs_on_a_pool_thread_with_one_thread_per_core() {
+        let (index, threads) =
+            on_compute_pool(|| (rayon::current_thread_index(), rayon::current_num_threads()));
+        assert!(index.is_some(), "not on a rayon pool thread");
+        // rayon's default size: RAYON_NUM_THREADS if set, else one thread per core.
+        let want = std::env::var("RAYON_NUM_THREADS").ok().and_then(|n| n.parse().ok()).filter(|&n| n > 0);
+        assert_eq!(
+            threads,
+            want.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        );
+    }
+}
