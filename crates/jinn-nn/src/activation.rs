@@ -20,9 +20,9 @@
 //! backend passes: the FFN of a jasmine-small LAM block went from 24 to about 14 ms per forward
 //! and backward. Other backends build them from tensor ops.
 
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
 
-use crate::host_math::{value_and_slope, Elementwise};
+use crate::host_math::{runs_on_host, value_and_slope, Elementwise};
 
 /// `2·√(2/π)`.
 const TWO_SQRT_2_OVER_PI: f64 = 2.0 * core::f64::consts::FRAC_2_SQRT_PI * core::f64::consts::FRAC_1_SQRT_2;
@@ -50,11 +50,6 @@ pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
         return on_host(Elementwise::Sigmoid, x);
     }
     burn::tensor::activation::sigmoid(x)
-}
-
-/// Whether `x` lives on the CPU backend in f32, where the host kernels apply.
-fn runs_on_host<const D: usize>(x: &Tensor<D>) -> bool {
-    x.device().without_autodiff() == Device::flex() && x.dtype() == DType::F32
 }
 
 /// `f(x)` by the host kernel. Untracked: the value. Tracked: the tangent line at `x`,

@@ -7,7 +7,13 @@
 //! compiled a second time for AVX2 and picked at run time. Written by hand because no maintained crate
 //! offers a vectorised, dependency-light `exp` for `f32` slices.
 
+use burn::tensor::{DType, Device, Tensor};
 use rayon::prelude::*;
+
+/// Whether `x` lives on the CPU (flex) backend in f32, where the host kernels replace Burn ops.
+pub fn runs_on_host<const D: usize>(x: &Tensor<D>) -> bool {
+    x.device().without_autodiff() == Device::flex() && x.dtype() == DType::F32
+}
 
 /// Elements per rayon task (64 kB of `f32`: large enough to amortise the task, small enough to
 /// share a few-MB tensor among the cores).

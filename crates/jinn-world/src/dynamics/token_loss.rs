@@ -4,7 +4,8 @@
 //! them from Burn ops.
 
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor, TensorData};
+use jinn_nn::host_math::runs_on_host;
 use jinn_nn::host_xent::softmax_xent_rows;
 
 /// The losses of one batch.
@@ -27,8 +28,7 @@ pub fn weighted_token_losses(
     weight: Tensor<3>,
     z_loss_weight: f64,
 ) -> TokenLosses {
-    let on_host = logits.device().without_autodiff() == Device::flex() && logits.dtype() == DType::F32;
-    if on_host {
+    if runs_on_host(&logits) {
         return host_losses(logits, targets, weight, z_loss_weight);
     }
     let (ce, z) = losses_by_tensor_ops(logits, targets, weight);
@@ -86,7 +86,7 @@ fn losses_by_tensor_ops(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::Distribution;
+    use burn::tensor::{Device, Distribution};
 
     /// The host path against the Burn-op path: losses and logit gradients, with and without
     /// the z-loss in the loss.
