@@ -12,6 +12,8 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{LayerNorm, Linear};
+
+use crate::host_norm::layer_norm;
 use burn::tensor::{Device, Tensor};
 
 use crate::activation::gelu_tanh;
@@ -82,18 +84,18 @@ impl AxialBlock {
         let [b, t, n, m] = x.dims();
 
         // Spatial: attention over n for each (b, t).
-        let h = self.norm_spatial.forward(x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
+        let h = layer_norm(&self.norm_spatial, x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
         let h = self.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]
         let x = x + h;
 
         // Temporal: attention over t for each (b, n).
-        let h = self.norm_temporal.forward(x.clone()).swap_dims(1, 2); // [b, n, t, m]
+        let h = layer_norm(&self.norm_temporal, x.clone()).swap_dims(1, 2); // [b, n, t, m]
         let h = self.attn_temporal.forward(h.reshape([b * n, t, m])); // [b·n, t, m]
         let h = h.reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
         let x = x + h;
 
         // FFN.
-        let h = linear_rows(&self.ffn_in, self.norm_ffn.forward(x.clone())); // [b, t, n, d]
+        let h = linear_rows(&self.ffn_in, layer_norm(&self.norm_ffn, x.clone())); // [b, t, n, d]
         let h = linear_rows(&self.ffn_out, gelu_tanh(h)); // [b, t, n, m]
         x + h
     }
@@ -168,8 +170,8 @@ impl AxialTransformer {
     /// The part before the blocks: `x` `[B, T, N, I]` → `LN → Linear → LN → +PE` `[B, T, N, M]`
     /// (split out so a trainer can run the blocks through the reversible engine).
     pub fn stem(&self, x: Tensor<4>) -> Tensor<4> {
-        let x = self.norm_in.forward(x); // [b, t, n, i]
-        let x = self.norm_model.forward(linear_rows(&self.proj_in, x)); // [b, t, n, m]
+        let x = layer_norm(&self.norm_in, x); // [b, t, n, i]
+        let x = layer_norm(&self.norm_model, linear_rows(&self.proj_in, x)); // [b, t, n, m]
         add_spatiotemporal_pe(x) // [b, t, n, m]
     }
 

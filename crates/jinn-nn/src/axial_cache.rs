@@ -31,6 +31,7 @@ use crate::activation::gelu_tanh;
 use crate::attention::attend;
 use crate::axial::{AxialBlock, AxialTransformer};
 use crate::error::NnError;
+use crate::host_norm::layer_norm;
 use crate::position::sinusoid_table;
 
 /// Per-layer buffers (`Option` only so they can be moved out and written in place; always
@@ -64,7 +65,8 @@ fn write_then_view<const D: usize>(
 /// The stem's position-free part `LN → Linear → LN` on rows `x` `[R, I]` → `[R, M]` (each
 /// row independently; add [`AxialKvCache`]'s positions to get the stem of a slot).
 pub fn stem_rows(model: &AxialTransformer, x: Tensor<2>) -> Tensor<2> {
-    model.norm_model.forward(model.proj_in.forward(model.norm_in.forward(x))) // [r, m]
+    layer_norm(&model.norm_model, model.proj_in.forward(layer_norm(&model.norm_in, x)))
+    // [r, m]
 }
 
 /// Inference caches of one [`AxialTransformer`] for a batch of `B` sequences of up to `T_max`
@@ -323,11 +325,11 @@ fn frame_block(
 ) -> Tensor<3> {
     let [b, s, m] = x.dims();
     // Spatial attention within the frame (the module's own causal flag).
-    let h = block.attn_spatial.forward(block.norm_spatial.forward(x.clone())); // [b, s, m]
+    let h = block.attn_spatial.forward(layer_norm(&block.norm_spatial, x.clone())); // [b, s, m]
     let x = x + h;
 
     // Temporal attention: each slot's query against that slot's frames 0..=t.
-    let h = block.norm_temporal.forward(x.clone()).reshape([b * s, 1, m]); // [b·s, 1, m]
+    let h = layer_norm(&block.norm_temporal, x.clone()).reshape([b * s, 1, m]); // [b·s, 1, m]
     let (q, k, v) = block.attn_temporal.project_qkv(h); // each [b·s, heads, 1, hd]
     let at = [0..b, 0..s, 0..heads, t..t + 1, 0..hd];
     let upto = [0..b, 0..s, 0..heads, 0..t + 1, 0..hd];
@@ -359,7 +361,7 @@ fn slot_block(
 ) -> Tensor<3> {
     let [b, _, _] = x.dims();
     // Spatial attention over slots 0..=n of this frame (causal: later slots do not exist yet).
-    let (q, k, v) = block.attn_spatial.project_qkv(block.norm_spatial.forward(x.clone())); // [b, heads, 1, hd]
+    let (q, k, v) = block.attn_spatial.project_qkv(layer_norm(&block.norm_spatial, x.clone())); // [b, heads, 1, hd]
     let at = [0..b, 0..heads, n..n + 1, 0..hd];
     let upto = [0..b, 0..heads, 0..n + 1, 0..hd];
     let keys = write_then_view(&mut cache.spatial_k, at.clone(), k, upto.clone());
@@ -368,7 +370,7 @@ fn slot_block(
     let x = x + block.attn_spatial.merge_heads(ctx); // [b, 1, m]
 
     // Temporal attention over slot n of frames 0..=t.
-    let (q, k, v) = block.attn_temporal.project_qkv(block.norm_temporal.forward(x.clone())); // [b, heads, 1, hd]
+    let (q, k, v) = block.attn_temporal.project_qkv(layer_norm(&block.norm_temporal, x.clone())); // [b, heads, 1, hd]
     let at = [0..b, n..n + 1, 0..heads, t..t + 1, 0..hd];
     let upto = [0..b, n..n + 1, 0..heads, 0..t + 1, 0..hd];
     let keys =
@@ -384,7 +386,7 @@ fn slot_block(
 
 /// The block's FFN sub-layer with its residual.
 fn ffn(block: &AxialBlock, x: Tensor<3>) -> Tensor<3> {
-    let h = block.ffn_in.forward(block.norm_ffn.forward(x.clone())); // [b, s, d]
+    let h = block.ffn_in.forward(layer_norm(&block.norm_ffn, x.clone())); // [b, s, d]
     x + block.ffn_out.forward(gelu_tanh(h)) // [b, s, m]
 }
 

@@ -7,6 +7,7 @@
 use crate::axial::{AxialBlock, AxialTransformer};
 use crate::dense::linear_rows;
 use crate::gelu_tanh;
+use crate::host_norm::layer_norm;
 use burn::tensor::Tensor;
 
 impl AxialBlock {
@@ -17,7 +18,7 @@ impl AxialBlock {
 
         // Spatial: the slot's query over the tokens it may see (all, or up to itself if causal).
         let seen = if self.attn_spatial.causal { slot + 1 } else { n };
-        let normed = self.norm_spatial.forward(x.clone()); // [b, t, n, m]
+        let normed = layer_norm(&self.norm_spatial, x.clone()); // [b, t, n, m]
         let query = normed.clone().slice([0..b, 0..t, slot..slot + 1, 0..m]); // [b, t, 1, m]
         let query = query.reshape([b * t, 1, m]); // [b·t, 1, m]
         let context = normed.slice([0..b, 0..t, 0..seen, 0..m]).reshape([b * t, seen, m]); // [b·t, seen, m]
@@ -25,12 +26,12 @@ impl AxialBlock {
         let x = x.slice([0..b, 0..t, slot..slot + 1, 0..m]) + h; // [b, t, 1, m]
 
         // Temporal: attention over t of the slot's own sequence, as in the full block.
-        let h = self.norm_temporal.forward(x.clone()).reshape([b, t, m]); // [b, t, m]
+        let h = layer_norm(&self.norm_temporal, x.clone()).reshape([b, t, m]); // [b, t, m]
         let h = self.attn_temporal.forward(h).reshape([b, t, 1, m]); // [b, t, 1, m]
         let x = x + h; // [b, t, 1, m]
 
         // FFN.
-        let h = linear_rows(&self.ffn_in, self.norm_ffn.forward(x.clone())); // [b, t, 1, d]
+        let h = linear_rows(&self.ffn_in, layer_norm(&self.norm_ffn, x.clone())); // [b, t, 1, d]
         x + linear_rows(&self.ffn_out, gelu_tanh(h)) // [b, t, 1, m]
     }
 }

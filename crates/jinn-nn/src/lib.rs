@@ -17,6 +17,7 @@ pub mod dense;
 pub mod error;
 pub mod flops;
 pub mod host_math;
+pub mod host_norm;
 pub mod host_xent;
 pub mod init;
 pub mod patch;

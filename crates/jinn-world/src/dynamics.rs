@@ -20,7 +20,7 @@ use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
 use jinn_nn::init::{lazy_param, linear};
 use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
-use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
+use jinn_nn::{linear_rows, AxialTransformer, AxialTransformerConfig, NnError};
 use serde::{Deserialize, Serialize};
 
 /// Which dynamics model.
@@ -309,7 +309,7 @@ pub(crate) fn action_slots(action_up: &Linear, actions: Tensor<3>, [b, t, w]: [u
         return zero;
     }
     let la = actions.dims()[2];
-    let up = action_up.forward(actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, w]
+    let up = linear_rows(action_up, actions.reshape([b, t - 1, 1, la])); // [b, t−1, 1, w]
     Tensor::cat(vec![zero, up], 1) // [b, t, 1, w]
 }
 

@@ -23,8 +23,8 @@ use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_nn::activation::sigmoid;
 use jinn_nn::init::{lazy_param, linear, zero_linear};
 use jinn_nn::{
-    patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, ResetTarget,
-    VectorQuantizer, VectorQuantizerConfig, VqOutput,
+    linear_rows, patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
+    ResetTarget, VectorQuantizer, VectorQuantizerConfig, VqOutput,
 };
 use serde::{Deserialize, Serialize};
 
@@ -345,8 +345,8 @@ impl Lam {
         let l = out.z_q.dims()[1];
         let action = out.z_q.clone().reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
         let context = patches.slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
-        let frames_in = decoder.patch_up.forward(context.clone()); // [b, t−1, n, m]
-        let x = frames_in + decoder.action_up.forward(action); // [b, t−1, n, m]
+        let frames_in = linear_rows(&decoder.patch_up, context.clone()); // [b, t−1, n, m]
+        let x = frames_in + linear_rows(&decoder.action_up, action); // [b, t−1, n, m]
         let logits = decoder.transformer.forward(x); // [b, t−1, n, p]
         let pred = if self.decoder_residual {
             sigmoid(logit(context) + logits) // [b, t−1, n, p]

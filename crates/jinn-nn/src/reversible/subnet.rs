@@ -6,6 +6,8 @@
 use burn::config::Config;
 use burn::module::{Module, ModuleDisplay};
 use burn::nn::{LayerNorm, Linear};
+
+use crate::host_norm::layer_norm;
 use burn::tensor::activation::gelu_approximate;
 use burn::tensor::{Device, Tensor};
 
@@ -57,7 +59,7 @@ pub struct Ffn {
 
 impl<const D: usize> SubNet<D> for Ffn {
     fn apply(&self, x: Tensor<D>) -> Tensor<D> {
-        let h = self.up.forward(self.norm.forward(x)); // [.., hidden]
+        let h = self.up.forward(layer_norm(&self.norm, x)); // [.., hidden]
         self.down.forward(gelu_approximate(h)) // [.., width]
     }
 }
@@ -130,7 +132,7 @@ impl SelfAttention {
     /// Queries, keys, values `[batch, heads, seq, head_dim]` of `x` `[batch, seq, width]` whose
     /// first position is `start` (rotated when rotary embeddings are on).
     fn qkv(&self, x: Tensor<3>, start: usize) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
-        let (q, k, v) = self.attn.project_qkv(self.norm.forward(x));
+        let (q, k, v) = self.attn.project_qkv(layer_norm(&self.norm, x));
         match &self.rotary {
             Some(rope) => (rope.apply(q, start), rope.apply(k, start), v),
             None => (q, k, v),
@@ -259,9 +261,9 @@ pub struct AxialAttention {
 impl SubNet<4> for AxialAttention {
     fn apply(&self, x: Tensor<4>) -> Tensor<4> {
         let [b, t, n, m] = x.dims();
-        let h = self.norm_spatial.forward(x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
+        let h = layer_norm(&self.norm_spatial, x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
         let spatial = self.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]
-        let h = self.norm_temporal.forward(x + spatial.clone()).swap_dims(1, 2); // [b, n, t, m]
+        let h = layer_norm(&self.norm_temporal, x + spatial.clone()).swap_dims(1, 2); // [b, n, t, m]
         let h = self.attn_temporal.forward(h.reshape([b * n, t, m])); // [b·n, t, m]
         let temporal = h.reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
         spatial + temporal

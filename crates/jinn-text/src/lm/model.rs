@@ -15,7 +15,9 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, Linear};
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor};
+use jinn_nn::host_norm::layer_norm;
 use jinn_nn::init;
+use jinn_nn::linear_rows;
 use jinn_nn::reversible::{
     accumulate, backprop_into, causal_subnets, forward_standard, Block, Engine, Ffn, ReversibleBlock,
     ReversibleCausalBlock, ReversibleCausalConfig, SelfAttention, SubNet,
@@ -147,7 +149,7 @@ impl LanguageModel {
             }
             Arch::Standard => y,
         };
-        self.head.forward(self.norm.forward(y)) // [b, s, vocab]
+        linear_rows(&self.head, layer_norm(&self.norm, y)) // [b, s, vocab]
     }
 
     /// Logits `[b, s, vocab]` for `tokens` `[b, s]` (`s ≤ max_seq`), plain autodiff through

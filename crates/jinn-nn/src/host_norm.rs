@@ -1,0 +1,254 @@
+//! Layer normalisation as one differentiable op on the CPU backend.
+//!
+//! Under autodiff Burn 0.22 builds `LayerNorm` from nine taped tensor ops (mean, centre, square,
+//! mean, add ε, square root, divide, scale, shift), each a single-threaded pass over the
+//! activations, and their backward is about fifteen more passes. Flex has a fused, SIMD,
+//! multi-threaded layer-norm kernel, but autodiff never reaches it. [`layer_norm`] registers
+//! the whole normalisation as one op through a Burn backend extension: the forward is flex's
+//! fused kernel, and the backward is a hand-written host pass ([`layer_norm_backward_rows`])
+//! that yields the input, scale and shift gradients together. GPU backends keep Burn's
+//! `LayerNorm::forward`.
+//!
+//! Written by hand because Burn's autodiff has no fused layer-norm backward.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::ModuleOps;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
+use burn::nn::LayerNorm;
+use burn::tensor::{DType, Tensor, TensorData};
+use rayon::prelude::*;
+
+use crate::host_math::runs_on_host;
+use crate::init::LAYER_NORM_EPS;
+
+/// `LayerNorm` over the last axis of `x` (any rank): `γ·(x − μ)/√(σ² + ε) + β`. `norm` must
+/// come from [`crate::init::layer_norm`] (ε = [`LAYER_NORM_EPS`]; Burn keeps a module's ε
+/// private). On the CPU backend in f32 it is one fused op (see the module docs); elsewhere
+/// Burn's `LayerNorm::forward`.
+pub fn layer_norm<const D: usize>(norm: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
+    let beta = match &norm.beta {
+        Some(beta) if runs_on_host(&x) => beta.val(),
+        _ => return norm.forward(x),
+    };
+    let out = <Dispatch as FusedLayerNorm>::fused_layer_norm(
+        x.into_dispatch(),
+        norm.gamma.val().into_dispatch(),
+        beta.into_dispatch(),
+    );
+    Tensor::from_dispatch(out)
+}
+
+/// The fused layer norm as a Burn backend extension (flex, and autodiff over flex).
+#[backend_extension(Flex, Autodiff)]
+pub trait FusedLayerNorm: Backend {
+    /// `γ·(x − μ)/√(σ² + ε) + β` over the last axis, ε = [`LAYER_NORM_EPS`].
+    fn fused_layer_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+    ) -> FloatTensor<Self>;
+}
+
+impl FusedLayerNorm for Flex {
+    fn fused_layer_norm(x: FlexTensor, gamma: FlexTensor, beta: FlexTensor) -> FlexTensor {
+        Flex::layer_norm(x, gamma, Some(beta), LAYER_NORM_EPS)
+    }
+}
+
+/// The backward of the fused op; its state is the input and the scale.
+#[derive(Debug)]
+struct LayerNormBackward;
+
+impl Backward<Flex, 3> for LayerNormBackward {
+    type State = (FlexTensor, FlexTensor);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [x_node, gamma_node, beta_node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let (x, gamma) = ops.state;
+        let shape = x.layout().shape().clone();
+        let d = gamma.layout().shape()[0];
+        let (x, grad, gamma) = (x.to_contiguous(), grad.to_contiguous(), gamma.to_contiguous());
+        let xs = f32_storage(&x);
+        let mut dx = vec![0.0f32; xs.len()];
+        let (dgamma, dbeta) = layer_norm_backward_rows(
+            xs,
+            f32_storage(&grad),
+            f32_storage(&gamma),
+            LAYER_NORM_EPS as f32,
+            &mut dx,
+        );
+        let tensor = |v: Vec<f32>, shape| FlexTensor::from_data(TensorData::new(v, shape));
+        if let Some(node) = x_node {
+            grads.register::<Flex>(node.id, tensor(dx, shape));
+        }
+        if let Some(node) = gamma_node {
+            grads.register::<Flex>(node.id, tensor(dgamma, vec![d].into()));
+        }
+        if let Some(node) = beta_node {
+            grads.register::<Flex>(node.id, tensor(dbeta, vec![d].into()));
+        }
+    }
+}
+
+impl<C: CheckpointStrategy> FusedLayerNorm for Autodiff<Flex, C> {
+    fn fused_layer_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let nodes = [x.node(), gamma.node(), beta.node()];
+        // One contiguous copy of a strided input, shared by the forward and the backward.
+        let x = x.into_primitive().to_contiguous();
+        let (gamma, beta) = (gamma.into_primitive(), beta.into_primitive());
+        match LayerNormBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = Flex::fused_layer_norm(x.clone(), gamma.clone(), beta);
+                prep.finish((x, gamma), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Flex::fused_layer_norm(x, gamma, beta)),
+        }
+    }
+}
+
+/// The f32 elements of the contiguous tensor `t`.
+fn f32_storage(t: &FlexTensor) -> &[f32] {
+    debug_assert!(t.dtype() == DType::F32 && t.is_contiguous());
+    t.storage::<f32>()
+}
+
+/// Rows per rayon task of the backward.
+const ROWS_PER_TASK: usize = 64;
+
+/// The layer-norm backward over rows of `γ.len()` features: writes `∂L/∂x` into `dx` and
+/// returns `(∂L/∂γ, ∂L/∂β)` for the upstream gradient `g`. Per row, with `x̂ = (x − μ)·r`,
+/// `r = 1/√(σ² + ε)` and `h = g·γ`: `∂L/∂x = r·(h − mean(h) − x̂·mean(h·x̂))`; `∂L/∂γ = Σ g·x̂`
+/// and `∂L/∂β = Σ g` over rows. The column sums are added task by task in order, so the result
+/// does not depend on how rayon splits the work.
+pub fn layer_norm_backward_rows(
+    x: &[f32],
+    g: &[f32],
+    gamma: &[f32],
+    eps: f32,
+    dx: &mut [f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let d = gamma.len();
+    assert!(d > 0 && x.len().is_multiple_of(d) && g.len() == x.len() && dx.len() == x.len());
+    let chunk = ROWS_PER_TASK * d;
+    let partial: Vec<(Vec<f32>, Vec<f32>)> = dx
+        .par_chunks_mut(chunk)
+        .zip(x.par_chunks(chunk).zip(g.par_chunks(chunk)))
+        .map(|(dx, (x, g))| {
+            let mut dgamma = vec![0.0f32; d];
+            let mut dbeta = vec![0.0f32; d];
+            rows_backward(x, g, gamma, eps, dx, &mut dgamma, &mut dbeta);
+            (dgamma, dbeta)
+        })
+        .collect();
+    let mut dgamma = vec![0.0f32; d];
+    let mut dbeta = vec![0.0f32; d];
+    for (pg, pb) in partial {
+        dgamma.iter_mut().zip(&pg).for_each(|(a, b)| *a += b);
+        dbeta.iter_mut().zip(&pb).for_each(|(a, b)| *a += b);
+    }
+    (dgamma, dbeta)
+}
+
+/// Lanes of the partial sums: eight independent accumulators let the compiler keep a row
+/// reduction in one vector register (a single running `f32` sum cannot be reordered).
+const LANES: usize = 8;
+
+/// `(Σ f(i).0, Σ f(i).1)` over `0..n`, each in [`LANES`] interleaved partial sums added in a
+/// fixed order.
+#[inline(always)]
+fn lane_sums(n: usize, f: impl Fn(usize) -> (f32, f32)) -> (f32, f32) {
+    let (mut a, mut b) = ([0.0f32; LANES], [0.0f32; LANES]);
+    let whole = n / LANES * LANES;
+    for base in (0..whole).step_by(LANES) {
+        for lane in 0..LANES {
+            let (u, v) = f(base + lane);
+            a[lane] += u;
+            b[lane] += v;
+        }
+    }
+    let (mut ta, mut tb) = (0.0f32, 0.0f32);
+    for i in whole..n {
+        let (u, v) = f(i);
+        ta += u;
+        tb += v;
+    }
+    (a.iter().sum::<f32>() + ta, b.iter().sum::<f32>() + tb)
+}
+
+/// The rows of one task: the AVX2 build where the CPU has it, else the baseline one.
+fn rows_backward(
+    x: &[f32],
+    g: &[f32],
+    gamma: &[f32],
+    eps: f32,
+    dx: &mut [f32],
+    dgamma: &mut [f32],
+    dbeta: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { rows_backward_avx2(x, g, gamma, eps, dx, dgamma, dbeta) };
+    }
+    rows_backward_baseline(x, g, gamma, eps, dx, dgamma, dbeta)
+}
+
+/// [`rows_backward_baseline`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows_backward_avx2(
+    x: &[f32],
+    g: &[f32],
+    gamma: &[f32],
+    eps: f32,
+    dx: &mut [f32],
+    dgamma: &mut [f32],
+    dbeta: &mut [f32],
+) {
+    rows_backward_baseline(x, g, gamma, eps, dx, dgamma, dbeta)
+}
+
+/// Rows of [`layer_norm_backward_rows`], accumulating into the column sums.
+#[inline(always)]
+fn rows_backward_baseline(
+    x: &[f32],
+    g: &[f32],
+    gamma: &[f32],
+    eps: f32,
+    dx: &mut [f32],
+    dgamma: &mut [f32],
+    dbeta: &mut [f32],
+) {
+    let d = gamma.len();
+    let n = d as f32;
+    let (gamma, dgamma, dbeta) = (&gamma[..d], &mut dgamma[..d], &mut dbeta[..d]);
+    for ((x, g), dx) in x.chunks_exact(d).zip(g.chunks_exact(d)).zip(dx.chunks_exact_mut(d)) {
+        let (x, g, dx) = (&x[..d], &g[..d], &mut dx[..d]);
+        let (sum, _) = lane_sums(d, |i| (x[i], 0.0));
+        let mean = sum / n;
+        // Two passes for the variance, as flex's forward kernel.
+        let (sq, sum_h) = lane_sums(d, |i| ((x[i] - mean) * (x[i] - mean), g[i] * gamma[i]));
+        let r = 1.0 / (sq / n + eps).sqrt();
+        let (sum_hc, _) = lane_sums(d, |i| (g[i] * gamma[i] * (x[i] - mean), 0.0));
+        let (mean_h, mean_hx) = (sum_h / n, sum_hc * r / n);
+        for i in 0..d {
+            let xhat = (x[i] - mean) * r;
+            dgamma[i] += g[i] * xhat;
+            dbeta[i] += g[i];
+            dx[i] = r * (g[i] * gamma[i] - mean_h - xhat * mean_hx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

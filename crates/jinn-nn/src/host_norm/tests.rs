@@ -1,0 +1,107 @@
+use super::*;
+use burn::module::Param;
+use burn::tensor::{Device, Distribution, Tolerance};
+
+use crate::init;
+
+/// A norm over `d` features with a scale and shift away from the 1 / 0 initialisation.
+fn trained_norm(d: usize, device: &Device) -> LayerNorm {
+    let mut norm = init::layer_norm(d, device);
+    norm.gamma = Param::from_tensor(Tensor::random([d], Distribution::Uniform(0.5, 1.5), device));
+    norm.beta = Some(Param::from_tensor(Tensor::random([d], Distribution::Uniform(-0.5, 0.5), device)));
+    norm
+}
+
+/// Forward value and the gradients of `Σ w·LN(x)` for `x`, γ and β, by `f`.
+fn value_and_grads(
+    norm: &LayerNorm,
+    x: &Tensor<3>,
+    w: &Tensor<3>,
+    f: impl Fn(&LayerNorm, Tensor<3>) -> Tensor<3>,
+) -> [TensorData; 4] {
+    let x = x.clone().detach().require_grad();
+    let y = f(norm, x.clone());
+    let grads = (y.clone() * w.clone()).sum().backward();
+    let beta = norm.beta.as_ref().unwrap().val();
+    [
+        y.into_data(),
+        x.grad(&grads).unwrap().into_data(),
+        norm.gamma.val().grad(&grads).unwrap().into_data(),
+        beta.grad(&grads).unwrap().into_data(),
+    ]
+}
+
+#[test]
+fn fused_value_and_gradients_match_burns_layer_norm() {
+    let device = Device::flex().autodiff();
+    let norm = trained_norm(20, &device);
+    // 210 rows: four rayon tasks, the last one partial.
+    let x = Tensor::<3>::random([3, 70, 20], Distribution::Normal(0.3, 2.0), &device);
+    let w = Tensor::<3>::random([3, 70, 20], Distribution::Normal(0.0, 1.0), &device);
+    let fused = value_and_grads(&norm, &x, &w, layer_norm);
+    let reference = value_and_grads(&norm, &x, &w, |n, x| n.forward(x));
+    for (a, b) in fused.iter().zip(&reference) {
+        a.assert_approx_eq::<f32>(b, Tolerance::absolute(2e-4));
+    }
+}
+
+#[test]
+fn a_strided_input_gives_the_same_gradients_as_a_contiguous_copy() {
+    let device = Device::flex().autodiff();
+    let norm = trained_norm(12, &device);
+    // [2, 12, 9] viewed as [2, 9, 12]: the features are strided.
+    let x = Tensor::<3>::random([2, 12, 9], Distribution::Normal(0.0, 1.0), &device);
+    let w = Tensor::<3>::random([2, 9, 12], Distribution::Normal(0.0, 1.0), &device);
+    let strided = value_and_grads(&norm, &x, &w, |n, x| layer_norm(n, x.swap_dims(1, 2)));
+    let copied = value_and_grads(&norm, &x, &w, |n, x| n.forward(x.swap_dims(1, 2)));
+    for (a, b) in strided.iter().zip(&copied) {
+        a.assert_approx_eq::<f32>(b, Tolerance::absolute(2e-4));
+    }
+}
+
+#[test]
+fn untracked_inputs_take_flexs_forward() {
+    let device = Device::flex();
+    let norm = trained_norm(16, &device);
+    let x = Tensor::<3>::random([4, 5, 16], Distribution::Normal(1.0, 3.0), &device);
+    layer_norm(&norm, x.clone())
+        .into_data()
+        .assert_approx_eq::<f32>(&norm.forward(x).into_data(), Tolerance::absolute(1e-5));
+}
+
+/// The backward kernel against the same formulas in f64, row by row.
+#[test]
+fn backward_rows_match_an_f64_reference() {
+    let (rows, d) = (150, 37); // 37 features: the 8-lane sums have a tail
+    let val = |i: usize, k: f64| ((i as f64 * k).sin() * 2.0) as f32;
+    let x: Vec<f32> = (0..rows * d).map(|i| val(i, 0.37) + 0.5).collect();
+    let g: Vec<f32> = (0..rows * d).map(|i| val(i, 1.13)).collect();
+    let gamma: Vec<f32> = (0..d).map(|i| 1.0 + val(i, 0.71) / 4.0).collect();
+    let eps = 1e-6;
+    let mut dx = vec![0.0f32; rows * d];
+    let (dgamma, dbeta) = layer_norm_backward_rows(&x, &g, &gamma, eps, &mut dx);
+
+    let (mut dgamma64, mut dbeta64) = (vec![0.0f64; d], vec![0.0f64; d]);
+    for r in 0..rows {
+        let xr: Vec<f64> = x[r * d..(r + 1) * d].iter().map(|&v| v as f64).collect();
+        let gr: Vec<f64> = g[r * d..(r + 1) * d].iter().map(|&v| v as f64).collect();
+        let n = d as f64;
+        let mean = xr.iter().sum::<f64>() / n;
+        let var = xr.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        let rs = 1.0 / (var + eps as f64).sqrt();
+        let xhat: Vec<f64> = xr.iter().map(|v| (v - mean) * rs).collect();
+        let h: Vec<f64> = (0..d).map(|i| gr[i] * gamma[i] as f64).collect();
+        let mean_h = h.iter().sum::<f64>() / n;
+        let mean_hx = (0..d).map(|i| h[i] * xhat[i]).sum::<f64>() / n;
+        for i in 0..d {
+            let want = rs * (h[i] - mean_h - xhat[i] * mean_hx);
+            assert!((dx[r * d + i] as f64 - want).abs() < 1e-4 * (1.0 + want.abs()), "dx[{r}, {i}]");
+            dgamma64[i] += gr[i] * xhat[i];
+            dbeta64[i] += gr[i];
+        }
+    }
+    for i in 0..d {
+        assert!((dgamma[i] as f64 - dgamma64[i]).abs() < 1e-3 * (1.0 + dgamma64[i].abs()), "dgamma[{i}]");
+        assert!((dbeta[i] as f64 - dbeta64[i]).abs() < 1e-3 * (1.0 + dbeta64[i].abs()), "dbeta[{i}]");
+    }
+}
