@@ -22,7 +22,8 @@ use std::time::Instant;
 /// The demo configs, embedded so `jinn demo` works from any directory.
 const TOKENIZER_TOML: &str = include_str!("../../../configs/demo/tokenizer.toml");
 const LAM_TOML: &str = include_str!("../../../configs/demo/lam.toml");
-const DYNAMICS_TOML: &str = include_str!("../../../configs/demo/dynamics.toml");
+/// The demo dynamics config (also the model size of `jinn bench sample`).
+pub(crate) const DYNAMICS_TOML: &str = include_str!("../../../configs/demo/dynamics.toml");
 
 /// Arguments of `jinn demo`.
 #[derive(clap::Args)]

@@ -2,7 +2,7 @@
 //! on randomly initialised dynamics models (speed does not depend on training).
 
 use burn::tensor::{Device, Distribution, Int, Tensor};
-use jinn_world::{sample, DynamicsConfig, DynamicsKind, SamplerConfig};
+use jinn_world::{sample, DynamicsConfig, DynamicsKind, DynamicsRunConfig, SamplerConfig};
 use std::time::Instant;
 
 /// Arguments of `jinn bench sample`.
@@ -35,18 +35,26 @@ pub fn run(a: SampleBenchArgs) -> anyhow::Result<()> {
         Case { name: "causal", kind: DynamicsKind::Causal, tokens: 16, target: "cache ≥ 10×" },
         Case { name: "maskgit", kind: DynamicsKind::MaskGit, tokens: 64, target: "cached ≥ 20 frames/s" },
     ];
+    // The demo dynamics' shape (configs/demo/dynamics.toml, embedded in the binary).
+    let demo: DynamicsRunConfig =
+        jinn_train::config::from_str(crate::demo::DYNAMICS_TOML, "configs/demo/dynamics.toml", &[])?;
+    let m = &demo.model;
     println!(
-        "dynamics at demo size (width 64, FFN 256, 4 heads, 2 blocks, 256 codes), batch 1, 1 context + {} generated frames",
+        "dynamics at demo size (width {}, FFN {}, {} heads, {} blocks, 256 codes), batch 1, 1 context + {} generated frames",
+        m.model_dim,
+        m.ffn_dim,
+        m.num_heads,
+        m.num_blocks,
         a.frames - 1
     );
     let device = Device::flex();
     for case in cases {
         let cfg = DynamicsConfig {
             kind: case.kind,
-            model_dim: 64,
-            ffn_dim: 256,
-            num_heads: 4,
-            num_blocks: 2,
+            model_dim: m.model_dim,
+            ffn_dim: m.ffn_dim,
+            num_heads: m.num_heads,
+            num_blocks: m.num_blocks,
             ..DynamicsConfig::default()
         };
         device.seed(0);
