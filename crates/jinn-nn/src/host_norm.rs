@@ -146,7 +146,7 @@ pub fn layer_norm_backward_rows(
         .map(|(dx, (x, g))| {
             let mut dgamma = vec![0.0f32; d];
             let mut dbeta = vec![0.0f32; d];
-            rows_backward(x, g, gamma, eps, dx, &mut dgamma, &mut dbeta);
+            rows_backward(Rows { x, g, gamma, eps, dx, dgamma: &mut dgamma, dbeta: &mut dbeta });
             (dgamma, dbeta)
         })
         .collect();
@@ -185,50 +185,38 @@ fn lane_sums(n: usize, f: impl Fn(usize) -> (f32, f32)) -> (f32, f32) {
     (a.iter().sum::<f32>() + ta, b.iter().sum::<f32>() + tb)
 }
 
-/// The rows of one task: the AVX2 build where the CPU has it, else the baseline one.
-fn rows_backward(
-    x: &[f32],
-    g: &[f32],
-    gamma: &[f32],
+/// One rayon task of the backward: its rows of `x`, `g` and `dx`, and its column sums.
+struct Rows<'a> {
+    x: &'a [f32],
+    g: &'a [f32],
+    gamma: &'a [f32],
     eps: f32,
-    dx: &mut [f32],
-    dgamma: &mut [f32],
-    dbeta: &mut [f32],
-) {
+    dx: &'a mut [f32],
+    dgamma: &'a mut [f32],
+    dbeta: &'a mut [f32],
+}
+
+/// The rows of one task: the AVX2 build where the CPU has it, else the baseline one.
+fn rows_backward(rows: Rows) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { rows_backward_avx2(x, g, gamma, eps, dx, dgamma, dbeta) };
+        return unsafe { rows_backward_avx2(rows) };
     }
-    rows_backward_baseline(x, g, gamma, eps, dx, dgamma, dbeta)
+    rows_backward_baseline(rows)
 }
 
 /// [`rows_backward_baseline`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rows_backward_avx2(
-    x: &[f32],
-    g: &[f32],
-    gamma: &[f32],
-    eps: f32,
-    dx: &mut [f32],
-    dgamma: &mut [f32],
-    dbeta: &mut [f32],
-) {
-    rows_backward_baseline(x, g, gamma, eps, dx, dgamma, dbeta)
+unsafe fn rows_backward_avx2(rows: Rows) {
+    rows_backward_baseline(rows)
 }
 
 /// Rows of [`layer_norm_backward_rows`], accumulating into the column sums.
 #[inline(always)]
-fn rows_backward_baseline(
-    x: &[f32],
-    g: &[f32],
-    gamma: &[f32],
-    eps: f32,
-    dx: &mut [f32],
-    dgamma: &mut [f32],
-    dbeta: &mut [f32],
-) {
+fn rows_backward_baseline(rows: Rows) {
+    let Rows { x, g, gamma, eps, dx, dgamma, dbeta } = rows;
     let d = gamma.len();
     let n = d as f32;
     let (gamma, dgamma, dbeta) = (&gamma[..d], &mut dgamma[..d], &mut dbeta[..d]);
