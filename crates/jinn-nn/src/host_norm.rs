@@ -43,7 +43,8 @@ pub fn layer_norm<const D: usize>(norm: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
     Tensor::from_dispatch(out)
 }
 
-/// The fused layer norm as a Burn backend extension (flex, and autodiff over flex).
+/// The fused layer norm as a Burn backend extension (flex, and autodiff over flex), for f32
+/// tensors: the backward reads its inputs as f32 ([`layer_norm`] routes nothing else here).
 #[backend_extension(Flex, Autodiff)]
 pub trait FusedLayerNorm: Backend {
     /// `γ·(x − μ)/√(σ² + ε) + β` over the last axis, ε = [`LAYER_NORM_EPS`].
