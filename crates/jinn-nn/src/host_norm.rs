@@ -28,19 +28,32 @@ use crate::init::LAYER_NORM_EPS;
 
 /// `LayerNorm` over the last axis of `x` (any rank): `γ·(x − μ)/√(σ² + ε) + β`. `norm` must
 /// come from [`crate::init::layer_norm`] (ε = [`LAYER_NORM_EPS`]; Burn keeps a module's ε
-/// private). On the CPU backend in f32 it is one fused op (see the module docs); elsewhere
-/// Burn's `LayerNorm::forward`.
+/// private; debug builds check it). On the CPU backend in f32 it is one fused op (see the
+/// module docs); elsewhere Burn's `LayerNorm::forward`.
 pub fn layer_norm<const D: usize>(norm: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
     let beta = match &norm.beta {
         Some(beta) if runs_on_host(&x) => beta.val(),
         _ => return norm.forward(x),
     };
+    debug_assert_eq!(
+        display_epsilon(norm),
+        Some(LAYER_NORM_EPS),
+        "host_norm::layer_norm needs a LayerNorm built by init::layer_norm (ε = {LAYER_NORM_EPS})"
+    );
     let out = <Dispatch as FusedLayerNorm>::fused_layer_norm(
         x.into_dispatch(),
         norm.gamma.val().into_dispatch(),
         beta.into_dispatch(),
     );
     Tensor::from_dispatch(out)
+}
+
+/// The ε of `norm` as its `Display` shows it (`LayerNorm {d_model: 6, epsilon: 0.00001, …}`):
+/// Burn keeps the field private, and the fused op assumes [`LAYER_NORM_EPS`]. Debug builds only.
+fn display_epsilon(norm: &LayerNorm) -> Option<f64> {
+    let shown = norm.to_string();
+    let rest = shown.split("epsilon: ").nth(1)?;
+    rest.split([',', '}']).next()?.trim().parse().ok()
 }
 
 /// The fused layer norm as a Burn backend extension (flex, and autodiff over flex), for f32

@@ -58,6 +58,23 @@ fn a_strided_input_matches_burns_layer_norm() {
 }
 
 #[test]
+fn the_epsilon_of_a_jinn_layer_norm_is_read_back() {
+    let device = Device::flex();
+    assert_eq!(display_epsilon(&init::layer_norm(8, &device)), Some(LAYER_NORM_EPS));
+    let other = burn::nn::LayerNormConfig::new(8).with_epsilon(1e-5).init(&device);
+    assert_eq!(display_epsilon(&other), Some(1e-5));
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "built by init::layer_norm")]
+fn a_layer_norm_with_another_epsilon_is_refused() {
+    let device = Device::flex();
+    let other = burn::nn::LayerNormConfig::new(8).with_epsilon(1e-5).init(&device);
+    layer_norm(&other, Tensor::<2>::zeros([2, 8], &device));
+}
+
+#[test]
 fn untracked_inputs_take_flexs_forward() {
     let device = Device::flex();
     let norm = trained_norm(16, &device);
