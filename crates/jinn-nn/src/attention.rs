@@ -2,9 +2,9 @@
 //!
 //! Separate Q, K, V projections `M → (H, M/H)` and an output projection `(H, M/H) → M`, all
 //! with bias; scores `q·kᵀ / sqrt(M/H)`, softmax, weighted sum of V; optional causal mask. No
-//! QK-norm, no RoPE, no dropout (Jasmine's dropout is a no-op). The attention itself is Burn's
-//! fused `burn::tensor::module::attention` (a native kernel on flex / CubeCL for inference; the
-//! composite fallback under autodiff).
+//! QK-norm, no RoPE, no dropout (Jasmine's dropout is a no-op). On the CPU backend in f32 the
+//! attention is [`crate::host_attention`]'s fused op, trained too; elsewhere Burn's
+//! `burn::tensor::module::attention` ([`attend`]).
 //!
 //! For a later KV cache, [`MultiHeadAttention::project_qkv`] and [`attend`] are public so a
 //! decoder can project only new tokens and attend over cached keys/values.
@@ -18,6 +18,8 @@ use burn::tensor::{Device, Tensor};
 
 use crate::dense::linear_rows;
 use crate::error::NnError;
+use crate::host_attention;
+use crate::host_math::runs_on_host;
 use crate::init;
 
 /// Configuration of [`MultiHeadAttention`].
@@ -76,9 +78,7 @@ pub struct MultiHeadAttention {
 impl MultiHeadAttention {
     /// Self-attention: `x` `[batch, seq, M]` → `[batch, seq, M]`.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let (q, k, v) = self.project_qkv(x); // each [batch, heads, seq, head_dim]
-        let context = attend(q, k, v, self.causal); // [batch, heads, seq, head_dim]
-        self.merge_heads(context) // [batch, seq, M]
+        self.attend_rows(x.clone(), x, self.causal)
     }
 
     /// Unmasked attention of the rows of `queries` `[batch, seq_q, M]` over the rows of
@@ -86,19 +86,35 @@ impl MultiHeadAttention {
     /// a subset of `context`'s rows this is [`MultiHeadAttention::forward`] at those rows, for
     /// non-causal attention (causal callers pass only the keys a query may see).
     pub fn forward_cross(&self, queries: Tensor<3>, context: Tensor<3>) -> Tensor<3> {
-        let q = self.split_heads(linear_rows(&self.query, queries)); // [batch, heads, seq_q, head_dim]
-        let k = self.split_heads(linear_rows(&self.key, context.clone())); // [batch, heads, seq, head_dim]
-        let v = self.split_heads(linear_rows(&self.value, context)); // [batch, heads, seq, head_dim]
-        self.merge_heads(attend(q, k, v, false)) // [batch, seq_q, M]
+        self.attend_rows(queries, context, false)
+    }
+
+    /// Attention of the rows of `queries` over those of `context`, output projection applied.
+    /// On the CPU backend the heads never leave the `[batch, seq, M]` layout (one fused op);
+    /// elsewhere they are split off for Burn's [`attend`].
+    fn attend_rows(&self, queries: Tensor<3>, context: Tensor<3>, causal: bool) -> Tensor<3> {
+        let (q, k, v) = self.project_rows(queries, context); // [batch, seq_q | seq, M]
+        if runs_on_host(&q) {
+            let attended = host_attention::attention(q, k, v, self.num_heads, causal); // [batch, seq_q, M]
+            return linear_rows(&self.output, attended);
+        }
+        let (q, k, v) = (self.split_heads(q), self.split_heads(k), self.split_heads(v)); // [batch, heads, seq, head_dim]
+        self.merge_heads(attend(q, k, v, causal)) // [batch, seq_q, M]
     }
 
     /// Projects `x` `[batch, seq, M]` to queries, keys and values, each
     /// `[batch, heads, seq, head_dim]`.
     pub fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
-        let q = self.split_heads(linear_rows(&self.query, x.clone()));
-        let k = self.split_heads(linear_rows(&self.key, x.clone()));
-        let v = self.split_heads(linear_rows(&self.value, x));
-        (q, k, v)
+        let (q, k, v) = self.project_rows(x.clone(), x); // each [batch, seq, M]
+        (self.split_heads(q), self.split_heads(k), self.split_heads(v))
+    }
+
+    /// Queries from the rows of `queries` `[batch, seq_q, M]`, keys and values from those of
+    /// `context` `[batch, seq, M]`, heads not split off.
+    fn project_rows(&self, queries: Tensor<3>, context: Tensor<3>) -> (Tensor<3>, Tensor<3>, Tensor<3>) {
+        let q = linear_rows(&self.query, queries);
+        let k = linear_rows(&self.key, context.clone());
+        (q, k, linear_rows(&self.value, context))
     }
 
     /// Concatenates heads `[batch, heads, seq, head_dim]` and applies the output projection

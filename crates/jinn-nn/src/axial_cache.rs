@@ -30,6 +30,7 @@ use burn::tensor::{Device, Tensor};
 use crate::activation::gelu_tanh;
 use crate::attention::attend;
 use crate::axial::{AxialBlock, AxialTransformer};
+use crate::dense::linear_rows;
 use crate::error::NnError;
 use crate::host_norm::layer_norm;
 use crate::position::sinusoid_table;
@@ -65,7 +66,7 @@ fn write_then_view<const D: usize>(
 /// The stem's position-free part `LN → Linear → LN` on rows `x` `[R, I]` → `[R, M]` (each
 /// row independently; add [`AxialKvCache`]'s positions to get the stem of a slot).
 pub fn stem_rows(model: &AxialTransformer, x: Tensor<2>) -> Tensor<2> {
-    layer_norm(&model.norm_model, model.proj_in.forward(layer_norm(&model.norm_in, x)))
+    layer_norm(&model.norm_model, linear_rows(&model.proj_in, layer_norm(&model.norm_in, x)))
     // [r, m]
 }
 
@@ -174,7 +175,7 @@ impl AxialKvCache {
         h: Tensor<3>,
     ) -> Result<Tensor<3>, NnError> {
         let h = self.frame_blocks(model, h, true)?; // [b, s, m]
-        Ok(model.proj_out.forward(h)) // [b, s, o]
+        Ok(linear_rows(&model.proj_out, h)) // [b, s, o]
     }
 
     /// Fills the current frame's cached keys/values from `h` `[B, S, M]` (stemmed as for
@@ -286,7 +287,7 @@ impl AxialKvCache {
             h = slot_block(block, cache, h, t, slot, self.heads, self.head_dim);
         }
         self.slots_done += 1;
-        Ok(model.proj_out.forward(h)) // [b, 1, o]
+        Ok(linear_rows(&model.proj_out, h)) // [b, 1, o]
     }
 
     fn check_input(
@@ -386,8 +387,8 @@ fn slot_block(
 
 /// The block's FFN sub-layer with its residual.
 fn ffn(block: &AxialBlock, x: Tensor<3>) -> Tensor<3> {
-    let h = block.ffn_in.forward(layer_norm(&block.norm_ffn, x.clone())); // [b, s, d]
-    x + block.ffn_out.forward(gelu_tanh(h)) // [b, s, m]
+    let h = linear_rows(&block.ffn_in, layer_norm(&block.norm_ffn, x.clone())); // [b, s, d]
+    x + linear_rows(&block.ffn_out, gelu_tanh(h)) // [b, s, m]
 }
 
 #[cfg(test)]

@@ -15,12 +15,12 @@ use burn::tensor::Tensor;
 
 /// `layer` applied to the last axis of `x` `[.., M_in]` → `[.., M_out]`, with every leading
 /// axis folded into the rows of a single matmul (same values as `layer.forward(x)` up to
-/// float summation order).
+/// float summation order). On the CPU backend that matmul is [`crate::host_linear`]'s fused op.
 pub fn linear_rows<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
     let mut dims = x.dims();
     let d_in = dims[D - 1];
     let rows = dims[..D - 1].iter().product::<usize>();
-    let y = layer.forward(x.reshape([rows, d_in])); // [rows, M_out]
+    let y = crate::host_linear::linear(layer, x.reshape([rows, d_in])); // [rows, M_out]
     dims[D - 1] = y.dims()[1];
     y.reshape(dims) // [.., M_out]
 }

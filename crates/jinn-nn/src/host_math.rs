@@ -15,6 +15,75 @@ pub fn runs_on_host<const D: usize>(x: &Tensor<D>) -> bool {
     x.device().without_autodiff() == Device::flex() && x.dtype() == DType::F32
 }
 
+/// The f32 elements of the contiguous tensor `t`.
+pub(crate) fn f32_storage(t: &burn::backend::flex::FlexTensor) -> &[f32] {
+    debug_assert!(t.dtype() == DType::F32 && t.is_contiguous());
+    t.storage::<f32>()
+}
+
+/// Lanes of the partial sums: eight independent accumulators let the compiler keep a row
+/// reduction in one vector register (a single running `f32` sum cannot be reordered).
+const LANES: usize = 8;
+
+/// `(Σ f(a[i], b[i], c[i]).0, Σ ….1)` over the elements of `a` (`b` and `c` at least as
+/// long), each in [`LANES`] interleaved partial sums added in a fixed order. The loop runs over
+/// whole chunks of [`LANES`], so it compiles to vector arithmetic.
+#[inline(always)]
+pub(crate) fn lane_sums(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    f: impl Fn(f32, f32, f32) -> (f32, f32),
+) -> (f32, f32) {
+    let n = a.len();
+    let (b, c) = (&b[..n], &c[..n]);
+    let (mut first, mut second) = ([0.0f32; LANES], [0.0f32; LANES]);
+    let (ca, cb, cc) = (a.chunks_exact(LANES), b.chunks_exact(LANES), c.chunks_exact(LANES));
+    let (mut tail_first, mut tail_second) = (0.0f32, 0.0f32);
+    for ((x, y), z) in ca.remainder().iter().zip(cb.remainder()).zip(cc.remainder()) {
+        let (u, v) = f(*x, *y, *z);
+        tail_first += u;
+        tail_second += v;
+    }
+    for ((x, y), z) in ca.zip(cb).zip(cc) {
+        for lane in 0..LANES {
+            let (u, v) = f(x[lane], y[lane], z[lane]);
+            first[lane] += u;
+            second[lane] += v;
+        }
+    }
+    (first.iter().sum::<f32>() + tail_first, second.iter().sum::<f32>() + tail_second)
+}
+
+/// `Σ a[i]·b[i]` over the elements of `a` (`b` at least as long), in [`LANES`] partial sums
+/// (see [`lane_sums`]).
+#[inline(always)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    lane_sums(a, b, b, |x, y, _| (x * y, 0.0)).0
+}
+
+/// Defines `fn $name(args) -> R` that runs the `#[inline(always)]` function `$body(args)`
+/// compiled for AVX2 where the CPU has it (8 lanes instead of SSE2's 4; no FMA, so both builds
+/// round identically), else its baseline build.
+macro_rules! avx2_dispatch {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident = $body:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                return unsafe { avx2($($arg),*) };
+            }
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use avx2_dispatch;
+
 /// Elements per rayon task (64 kB of `f32`: large enough to amortise the task, small enough to
 /// share a few-MB tensor among the cores).
 const CHUNK: usize = 16 * 1024;

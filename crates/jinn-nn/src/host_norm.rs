@@ -20,10 +20,10 @@ use burn::backend::ops::ModuleOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::nn::LayerNorm;
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
 use rayon::prelude::*;
 
-use crate::host_math::runs_on_host;
+use crate::host_math::{avx2_dispatch, f32_storage, lane_sums, runs_on_host};
 use crate::init::LAYER_NORM_EPS;
 
 /// `LayerNorm` over the last axis of `x` (any rank): `γ·(x − μ)/√(σ² + ε) + β`. `norm` must
@@ -130,12 +130,6 @@ impl<C: CheckpointStrategy> FusedLayerNorm for Autodiff<Flex, C> {
     }
 }
 
-/// The f32 elements of the contiguous tensor `t`.
-fn f32_storage(t: &FlexTensor) -> &[f32] {
-    debug_assert!(t.dtype() == DType::F32 && t.is_contiguous());
-    t.storage::<f32>()
-}
-
 /// Rows per rayon task of the backward.
 const ROWS_PER_TASK: usize = 64;
 
@@ -173,32 +167,6 @@ pub fn layer_norm_backward_rows(
     (dgamma, dbeta)
 }
 
-/// Lanes of the partial sums: eight independent accumulators let the compiler keep a row
-/// reduction in one vector register (a single running `f32` sum cannot be reordered).
-const LANES: usize = 8;
-
-/// `(Σ f(i).0, Σ f(i).1)` over `0..n`, each in [`LANES`] interleaved partial sums added in a
-/// fixed order.
-#[inline(always)]
-fn lane_sums(n: usize, f: impl Fn(usize) -> (f32, f32)) -> (f32, f32) {
-    let (mut a, mut b) = ([0.0f32; LANES], [0.0f32; LANES]);
-    let whole = n / LANES * LANES;
-    for base in (0..whole).step_by(LANES) {
-        for lane in 0..LANES {
-            let (u, v) = f(base + lane);
-            a[lane] += u;
-            b[lane] += v;
-        }
-    }
-    let (mut ta, mut tb) = (0.0f32, 0.0f32);
-    for i in whole..n {
-        let (u, v) = f(i);
-        ta += u;
-        tb += v;
-    }
-    (a.iter().sum::<f32>() + ta, b.iter().sum::<f32>() + tb)
-}
-
 /// One rayon task of the backward: its rows of `x`, `g` and `dx`, and its column sums.
 struct Rows<'a> {
     x: &'a [f32],
@@ -210,38 +178,26 @@ struct Rows<'a> {
     dbeta: &'a mut [f32],
 }
 
-/// The rows of one task: the AVX2 build where the CPU has it, else the baseline one.
-fn rows_backward(rows: Rows) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { rows_backward_avx2(rows) };
-    }
-    rows_backward_baseline(rows)
-}
-
-/// [`rows_backward_baseline`] compiled for AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn rows_backward_avx2(rows: Rows) {
-    rows_backward_baseline(rows)
+avx2_dispatch! {
+    /// The rows of one task (see [`rows_backward_body`]).
+    fn rows_backward = rows_backward_body(rows: Rows)
 }
 
 /// Rows of [`layer_norm_backward_rows`], accumulating into the column sums.
 #[inline(always)]
-fn rows_backward_baseline(rows: Rows) {
+fn rows_backward_body(rows: Rows) {
     let Rows { x, g, gamma, eps, dx, dgamma, dbeta } = rows;
     let d = gamma.len();
     let n = d as f32;
     let (gamma, dgamma, dbeta) = (&gamma[..d], &mut dgamma[..d], &mut dbeta[..d]);
     for ((x, g), dx) in x.chunks_exact(d).zip(g.chunks_exact(d)).zip(dx.chunks_exact_mut(d)) {
         let (x, g, dx) = (&x[..d], &g[..d], &mut dx[..d]);
-        let (sum, _) = lane_sums(d, |i| (x[i], 0.0));
+        let (sum, _) = lane_sums(x, g, gamma, |x, _, _| (x, 0.0));
         let mean = sum / n;
         // Two passes for the variance, as flex's forward kernel.
-        let (sq, sum_h) = lane_sums(d, |i| ((x[i] - mean) * (x[i] - mean), g[i] * gamma[i]));
+        let (sq, sum_h) = lane_sums(x, g, gamma, |x, g, gamma| ((x - mean) * (x - mean), g * gamma));
         let r = 1.0 / (sq / n + eps).sqrt();
-        let (sum_hc, _) = lane_sums(d, |i| (g[i] * gamma[i] * (x[i] - mean), 0.0));
+        let (sum_hc, _) = lane_sums(x, g, gamma, |x, g, gamma| (g * gamma * (x - mean), 0.0));
         let (mean_h, mean_hx) = (sum_h / n, sum_hc * r / n);
         for i in 0..d {
             let xhat = (x[i] - mean) * r;

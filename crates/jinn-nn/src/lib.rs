@@ -16,6 +16,8 @@ pub mod axial_slot;
 pub mod dense;
 pub mod error;
 pub mod flops;
+pub mod host_attention;
+pub mod host_linear;
 pub mod host_math;
 pub mod host_norm;
 pub mod host_xent;

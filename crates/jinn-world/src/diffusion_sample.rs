@@ -37,7 +37,7 @@
 use crate::diffusion::{normal_vec, signal_level, DiffusionDynamics};
 use crate::sample::SamplerConfig;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use jinn_nn::{stem_rows, AxialKvCache, NnError};
+use jinn_nn::{linear_rows, stem_rows, AxialKvCache, NnError};
 use rand_chacha::ChaCha8Rng;
 
 /// The context level `k_c = min(round((1 − c_f)·K), K − 1)` for corruption `c_f` of `K` levels.
@@ -217,7 +217,7 @@ fn frame_input(
         Tensor::zeros([b, 1, l], device)
     } else {
         let la = dynamics.action_dim();
-        dynamics.action_up.forward(actions.clone().slice([0..b, f - 1..f, 0..la]))
+        linear_rows(&dynamics.action_up, actions.clone().slice([0..b, f - 1..f, 0..la]))
         // [b, 1, l]
     };
     let ids = Tensor::<1, Int>::from_data(TensorData::new(vec![k as i64], [1]), device);

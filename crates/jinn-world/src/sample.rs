@@ -26,7 +26,7 @@
 
 use crate::dynamics::{Dynamics, DynamicsKind};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
-use jinn_nn::{stem_rows, AxialKvCache, NnError};
+use jinn_nn::{linear_rows, stem_rows, AxialKvCache, NnError};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -280,7 +280,7 @@ impl State<'_> {
         }
         let la = self.dynamics.action_dim();
         let a = self.actions.clone().slice([0..b, f - 1..f, 0..la]); // [b, 1, la]
-        self.dynamics.action_up.forward(a) // [b, 1, m]
+        linear_rows(&self.dynamics.action_up, a) // [b, 1, m]
     }
 
     fn model_dim(&self) -> usize {

@@ -7,6 +7,7 @@ use burn::config::Config;
 use burn::module::{Module, ModuleDisplay};
 use burn::nn::{LayerNorm, Linear};
 
+use crate::dense::linear_rows;
 use crate::host_norm::layer_norm;
 use burn::tensor::activation::gelu_approximate;
 use burn::tensor::{Device, Tensor};
@@ -59,8 +60,8 @@ pub struct Ffn {
 
 impl<const D: usize> SubNet<D> for Ffn {
     fn apply(&self, x: Tensor<D>) -> Tensor<D> {
-        let h = self.up.forward(layer_norm(&self.norm, x)); // [.., hidden]
-        self.down.forward(gelu_approximate(h)) // [.., width]
+        let h = linear_rows(&self.up, layer_norm(&self.norm, x)); // [.., hidden]
+        linear_rows(&self.down, gelu_approximate(h)) // [.., width]
     }
 }
 

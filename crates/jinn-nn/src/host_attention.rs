@@ -1,0 +1,327 @@
+//! Multi-head scaled dot-product attention as one differentiable op on the CPU backend.
+//!
+//! Under autodiff Burn 0.22 runs attention as its composite fallback: the heads are split off
+//! by a permute and a reshape (a copy), `q·kᵀ` is a batched matmul into a fresh buffer, then
+//! scale, mask, a five-pass softmax, a second batched matmul and the permute back, and the
+//! backward is as many passes again. For the short sequences of an axial transformer (16 or
+//! 17 tokens) almost none of that time is arithmetic. [`attention`] reads the queries, keys and
+//! values in the projections' own layout `[batch, seq, heads·head_dim]`, computes every head of
+//! a batch entry in one pass (scores, softmax, weighted sum), keeps the attention weights for
+//! the backward, and writes its output in the layout the output projection reads. GPU backends
+//! keep Burn's op ([`crate::attention::attend`]).
+//!
+//! Written by hand because Burn's autodiff has no fused attention backward.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
+use burn::tensor::{Tensor, TensorData};
+use rayon::prelude::*;
+
+use crate::host_math::{avx2_dispatch, dot, f32_storage};
+
+/// Attention of the rows of `q` `[batch, seq_q, M]` over those of `k` and `v`
+/// `[batch, seq_k, M]`, in `heads` heads of `M / heads` features each (head-major, as the
+/// projections lay them out) → `[batch, seq_q, M]`, heads concatenated. Scores are scaled by
+/// `1/√head_dim`; `causal` hides key `j` from query `i` when `j > i`. CPU backend, f32 only
+/// (callers check [`crate::host_math::runs_on_host`]).
+pub fn attention(q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, heads: usize, causal: bool) -> Tensor<3> {
+    let out = <Dispatch as FusedAttention>::fused_attention(
+        q.into_dispatch(),
+        k.into_dispatch(),
+        v.into_dispatch(),
+        heads,
+        causal,
+    );
+    Tensor::from_dispatch(out)
+}
+
+/// The fused attention as a Burn backend extension (flex, and autodiff over flex), for f32
+/// tensors.
+#[backend_extension(Flex, Autodiff)]
+pub trait FusedAttention: Backend {
+    /// See [`attention`].
+    fn fused_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        heads: usize,
+        causal: bool,
+    ) -> FloatTensor<Self>;
+}
+
+impl FusedAttention for Flex {
+    fn fused_attention(
+        q: FlexTensor,
+        k: FlexTensor,
+        v: FlexTensor,
+        heads: usize,
+        causal: bool,
+    ) -> FlexTensor {
+        forward(&q.to_contiguous(), &k.to_contiguous(), &v.to_contiguous(), heads, causal).0
+    }
+}
+
+/// The forward on contiguous operands: the output and the attention weights
+/// `[batch, heads, seq_q, seq_k]`.
+fn forward(
+    q: &FlexTensor,
+    k: &FlexTensor,
+    v: &FlexTensor,
+    heads: usize,
+    causal: bool,
+) -> (FlexTensor, Vec<f32>) {
+    let shape = Shape::of(q, k, heads, causal);
+    let mut out = vec![0.0f32; shape.batch * shape.seq_q * shape.width];
+    let weights = attention_forward(shape, f32_storage(q), f32_storage(k), f32_storage(v), &mut out);
+    let dims = [shape.batch, shape.seq_q, shape.width];
+    (FlexTensor::from_data(TensorData::new(out, dims)), weights)
+}
+
+/// The backward of the fused op; its state is `q`, `k`, `v` (contiguous) and the weights.
+#[derive(Debug)]
+struct AttentionBackward;
+
+impl Backward<Flex, 3> for AttentionBackward {
+    type State = (FlexTensor, FlexTensor, FlexTensor, Vec<f32>, usize, bool);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [q_node, k_node, v_node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node).to_contiguous(); // [batch, seq_q, M]
+        let (q, k, v, weights, heads, causal) = ops.state;
+        let shape = Shape::of(&q, &k, heads, causal);
+        let (q_dims, k_dims) = (q.layout().shape().clone(), k.layout().shape().clone());
+        let (mut dq, mut dk, mut dv) = (
+            vec![0.0; q_dims.num_elements()],
+            vec![0.0; k_dims.num_elements()],
+            vec![0.0; k_dims.num_elements()],
+        );
+        attention_backward(
+            shape,
+            [f32_storage(&q), f32_storage(&k), f32_storage(&v)],
+            &weights,
+            f32_storage(&grad),
+            [&mut dq, &mut dk, &mut dv],
+        );
+        for (node, data, dims) in [(q_node, dq, q_dims), (k_node, dk, k_dims.clone()), (v_node, dv, k_dims)] {
+            if let Some(node) = node {
+                grads.register::<Flex>(node.id, FlexTensor::from_data(TensorData::new(data, dims)));
+            }
+        }
+    }
+}
+
+impl<C: CheckpointStrategy> FusedAttention for Autodiff<Flex, C> {
+    fn fused_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        heads: usize,
+        causal: bool,
+    ) -> FloatTensor<Self> {
+        let nodes = [q.node(), k.node(), v.node()];
+        let q = q.into_primitive().to_contiguous();
+        let k = k.into_primitive().to_contiguous();
+        let v = v.into_primitive().to_contiguous();
+        match AttentionBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let (out, weights) = forward(&q, &k, &v, heads, causal);
+                prep.finish((q, k, v, weights, heads, causal), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(forward(&q, &k, &v, heads, causal).0),
+        }
+    }
+}
+
+/// The sizes of one attention call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    /// Batch entries.
+    pub batch: usize,
+    /// Query rows per entry.
+    pub seq_q: usize,
+    /// Key / value rows per entry.
+    pub seq_k: usize,
+    /// Row width `M` (all heads).
+    pub width: usize,
+    /// Heads; `width / heads` features each.
+    pub heads: usize,
+    /// Whether key `j` is hidden from query `i` when `j > i`.
+    pub causal: bool,
+}
+
+impl Shape {
+    /// The shape of the call on `q` `[batch, seq_q, M]` and `k` `[batch, seq_k, M]`.
+    fn of(q: &FlexTensor, k: &FlexTensor, heads: usize, causal: bool) -> Self {
+        let (qd, kd) = (q.layout().shape(), k.layout().shape());
+        assert!(qd.num_dims() == 3 && kd.num_dims() == 3, "fused_attention: 3-D operands");
+        assert!(qd[0] == kd[0] && qd[2] == kd[2], "fused_attention: q {qd:?} against k {kd:?}");
+        assert!(
+            heads > 0 && qd[2].is_multiple_of(heads),
+            "fused_attention: {heads} heads for width {}",
+            qd[2]
+        );
+        Self { batch: qd[0], seq_q: qd[1], seq_k: kd[1], width: qd[2], heads, causal }
+    }
+
+    fn head_dim(&self) -> usize {
+        self.width / self.heads
+    }
+
+    /// Keys visible to query `i`.
+    fn visible(&self, i: usize) -> usize {
+        if self.causal {
+            (i + 1).min(self.seq_k)
+        } else {
+            self.seq_k
+        }
+    }
+
+    fn scale(&self) -> f32 {
+        1.0 / (self.head_dim() as f32).sqrt()
+    }
+}
+
+/// The forward over contiguous row-major `q` `[batch, seq_q, M]`, `k`, `v` `[batch, seq_k, M]`:
+/// writes the output into `out` `[batch, seq_q, M]` and returns the attention weights
+/// `[batch, heads, seq_q, seq_k]` (zero where masked). Batch entries run in parallel.
+pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32]) -> Vec<f32> {
+    let Shape { seq_q, seq_k, width, heads, .. } = shape;
+    let (q_len, k_len, w_len) = (seq_q * width, seq_k * width, heads * seq_q * seq_k);
+    let mut weights = vec![0.0f32; shape.batch * w_len];
+    if q_len == 0 || k_len == 0 {
+        return weights;
+    }
+    out.par_chunks_mut(q_len)
+        .zip(weights.par_chunks_mut(w_len))
+        .zip(q.par_chunks(q_len).zip(k.par_chunks(k_len)).zip(v.par_chunks(k_len)))
+        .for_each(|((out, weights), ((q, k), v))| entry_forward(shape, Entry { q, k, v }, out, weights));
+    weights
+}
+
+/// The backward of [`attention_forward`]: from its operands `[q, k, v]`, its weights and the
+/// output gradient `g` `[batch, seq_q, M]`, writes `[∂q, ∂k, ∂v]` (zeroed by the caller). Per
+/// head, with weights `P` and scale `s`: `∂v = Pᵀ·g`, `∂P = g·vᵀ`,
+/// `∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P))`, `∂q = s·∂S·k`, `∂k = s·∂Sᵀ·q`.
+pub fn attention_backward(
+    shape: Shape,
+    [q, k, v]: [&[f32]; 3],
+    weights: &[f32],
+    g: &[f32],
+    [dq, dk, dv]: [&mut [f32]; 3],
+) {
+    let Shape { seq_q, seq_k, width, heads, .. } = shape;
+    let (q_len, k_len, w_len) = (seq_q * width, seq_k * width, heads * seq_q * seq_k);
+    if q_len == 0 || k_len == 0 {
+        return;
+    }
+    let inputs = q.par_chunks(q_len).zip(k.par_chunks(k_len)).zip(v.par_chunks(k_len));
+    let grads_in = weights.par_chunks(w_len).zip(g.par_chunks(q_len));
+    let grads_out = dq.par_chunks_mut(q_len).zip(dk.par_chunks_mut(k_len)).zip(dv.par_chunks_mut(k_len));
+    inputs.zip(grads_in).zip(grads_out).for_each(|((((q, k), v), (weights, g)), ((dq, dk), dv))| {
+        entry_backward(shape, Entry { q, k, v }, weights, g, [dq, dk, dv])
+    });
+}
+
+/// One batch entry's operands.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+}
+
+/// Features of head `h` in the row `row` of a `[seq, M]` block.
+#[inline(always)]
+fn head_row(block: &[f32], shape: Shape, row: usize, h: usize) -> &[f32] {
+    let (m, d) = (shape.width, shape.head_dim());
+    &block[row * m + h * d..row * m + (h + 1) * d]
+}
+
+/// `y += a·x`.
+#[inline(always)]
+fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
+    y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
+}
+
+avx2_dispatch! {
+    /// One batch entry of the forward, every head.
+    fn entry_forward = entry_forward_body(shape: Shape, entry: Entry, out: &mut [f32], weights: &mut [f32])
+}
+
+#[inline(always)]
+fn entry_forward_body(shape: Shape, entry: Entry, out: &mut [f32], weights: &mut [f32]) {
+    let (m, d, scale) = (shape.width, shape.head_dim(), shape.scale());
+    for h in 0..shape.heads {
+        for i in 0..shape.seq_q {
+            let row = &mut weights[(h * shape.seq_q + i) * shape.seq_k..][..shape.seq_k];
+            let visible = shape.visible(i);
+            let qi = head_row(entry.q, shape, i, h);
+            let mut max = f32::NEG_INFINITY;
+            for (j, w) in row[..visible].iter_mut().enumerate() {
+                *w = scale * dot(qi, head_row(entry.k, shape, j, h));
+                max = max.max(*w);
+            }
+            let mut total = 0.0f32;
+            for w in &mut row[..visible] {
+                *w = (*w - max).exp();
+                total += *w;
+            }
+            let oi = &mut out[i * m + h * d..][..d];
+            for (j, w) in row[..visible].iter_mut().enumerate() {
+                *w /= total;
+                axpy(oi, *w, head_row(entry.v, shape, j, h));
+            }
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// One batch entry of the backward, every head.
+    fn entry_backward = entry_backward_body(
+        shape: Shape,
+        entry: Entry,
+        weights: &[f32],
+        g: &[f32],
+        grads: [&mut [f32]; 3],
+    )
+}
+
+#[inline(always)]
+fn entry_backward_body(
+    shape: Shape,
+    entry: Entry,
+    weights: &[f32],
+    g: &[f32],
+    [dq, dk, dv]: [&mut [f32]; 3],
+) {
+    let (m, d, scale) = (shape.width, shape.head_dim(), shape.scale());
+    let mut ds = vec![0.0f32; shape.seq_k];
+    for h in 0..shape.heads {
+        for i in 0..shape.seq_q {
+            let p = &weights[(h * shape.seq_q + i) * shape.seq_k..][..shape.seq_k];
+            let visible = shape.visible(i);
+            let gi = head_row(g, shape, i, h);
+            // ∂P_ij = g_i·v_j, and the row's Σ_j P_ij ∂P_ij.
+            let mut centre = 0.0f32;
+            for (j, s) in ds[..visible].iter_mut().enumerate() {
+                *s = dot(gi, head_row(entry.v, shape, j, h));
+                centre += p[j] * *s;
+            }
+            let qi = head_row(entry.q, shape, i, h);
+            for j in 0..visible {
+                let dsij = p[j] * (ds[j] - centre) * scale;
+                axpy(&mut dv[j * m + h * d..][..d], p[j], gi);
+                axpy(&mut dq[i * m + h * d..][..d], dsij, head_row(entry.k, shape, j, h));
+                axpy(&mut dk[j * m + h * d..][..d], dsij, qi);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+use super::*;
+use burn::tensor::activation::softmax;
+use burn::tensor::{Bool, Device, Distribution, Tolerance};
+
+/// The same attention from Burn's basic tensor ops: heads split off, `q·kᵀ` scaled, keys after
+/// the query position masked when `causal`, softmax, weighted sum, heads merged.
+fn composite(q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, heads: usize, causal: bool) -> Tensor<3> {
+    let [b, sq, m] = q.dims();
+    let sk = k.dims()[1];
+    let split = |t: Tensor<3>, s| t.reshape([b, s, heads, m / heads]).swap_dims(1, 2); // [b, h, s, hd]
+    let (q, k, v) = (split(q, sq), split(k, sk), split(v, sk));
+    let scores = q.matmul(k.swap_dims(2, 3)) / ((m / heads) as f64).sqrt(); // [b, h, sq, sk]
+    let scores = if causal {
+        let mask: Vec<bool> = (0..sq * sk).map(|ij| ij % sk > ij / sk).collect();
+        let mask = Tensor::<2, Bool>::from_data(TensorData::new(mask, [sq, sk]), &scores.device());
+        scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
+    } else {
+        scores
+    };
+    softmax(scores, 3).matmul(v).swap_dims(1, 2).reshape([b, sq, m]) // [b, sq, m]
+}
+
+type Attention = fn(Tensor<3>, Tensor<3>, Tensor<3>, usize, bool) -> Tensor<3>;
+
+/// Value and the gradients of `Σ w·f(q, k, v)` for q, k and v.
+fn value_and_grads(
+    f: Attention,
+    [q, k, v]: &[Tensor<3>; 3],
+    w: &Tensor<3>,
+    heads: usize,
+    causal: bool,
+) -> [TensorData; 4] {
+    let [q, k, v] = [q, k, v].map(|t| t.clone().detach().require_grad());
+    let out = f(q.clone(), k.clone(), v.clone(), heads, causal);
+    let grads = (out.clone() * w.clone()).sum().backward();
+    [
+        out.into_data(),
+        q.grad(&grads).unwrap().into_data(),
+        k.grad(&grads).unwrap().into_data(),
+        v.grad(&grads).unwrap().into_data(),
+    ]
+}
+
+/// The fused op against the composite, value and every gradient, for `batch` entries of
+/// `seq_q` queries over `seq_k` keys of width `m` in `heads` heads.
+fn assert_matches_composite([batch, seq_q, seq_k, m]: [usize; 4], heads: usize, causal: bool) {
+    let device = Device::flex().autodiff();
+    let random = |s| Tensor::<3>::random([batch, s, m], Distribution::Normal(0.0, 1.5), &device);
+    let operands = [random(seq_q), random(seq_k), random(seq_k)];
+    let w = random(seq_q);
+    let fused = value_and_grads(attention, &operands, &w, heads, causal);
+    let reference = value_and_grads(composite, &operands, &w, heads, causal);
+    for (what, (a, b)) in ["out", "dq", "dk", "dv"].iter().zip(fused.iter().zip(&reference)) {
+        assert!(
+            a.clone().try_to_vec::<f32>().is_ok_and(|v| v.iter().all(|x| x.is_finite())),
+            "{what} not finite"
+        );
+        a.assert_approx_eq::<f32>(b, Tolerance::absolute(1e-4));
+    }
+}
+
+#[test]
+fn self_attention_matches_the_composite() {
+    assert_matches_composite([3, 17, 17, 12], 3, false);
+}
+
+#[test]
+fn causal_self_attention_matches_the_composite() {
+    assert_matches_composite([5, 16, 16, 8], 2, true);
+}
+
+#[test]
+fn cross_attention_of_fewer_queries_matches_the_composite() {
+    // One query row per entry over seven keys (the LAM's action slot), and a causal call
+    // with fewer keys than queries (later queries see every key).
+    assert_matches_composite([4, 1, 7, 8], 2, false);
+    assert_matches_composite([2, 6, 4, 8], 1, true);
+}
+
+#[test]
+fn the_untracked_op_matches_the_composite() {
+    let device = Device::flex();
+    let random = |s| Tensor::<3>::random([2, s, 8], Distribution::Normal(0.0, 1.0), &device);
+    let (q, k, v) = (random(5), random(5), random(5));
+    let fused = attention(q.clone(), k.clone(), v.clone(), 4, true).into_data();
+    fused.assert_approx_eq::<f32>(&composite(q, k, v, 4, true).into_data(), Tolerance::absolute(1e-5));
+}
+
+#[test]
+fn masked_weights_are_zero_and_rows_sum_to_one() {
+    let shape = Shape { batch: 2, seq_q: 4, seq_k: 4, width: 6, heads: 2, causal: true };
+    let data = |n: usize, seed: usize| -> Vec<f32> {
+        (0..n).map(|i| (((i + seed) * 7919) % 97) as f32 / 40.0 - 1.2).collect()
+    };
+    let (q, k, v) = (data(48, 1), data(48, 2), data(48, 3));
+    let mut out = vec![0.0; 48];
+    let weights = attention_forward(shape, &q, &k, &v, &mut out);
+    for (r, row) in weights.chunks(4).enumerate() {
+        let i = r % 4;
+        assert!(row[i + 1..].iter().all(|w| *w == 0.0), "row {r}: {row:?}");
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6, "row {r}: {row:?}");
+    }
+}
