@@ -9,20 +9,19 @@
 //! one `sigmoid` instead of `tanh`. It also avoids the cancellation in `1 + tanh(u)` for large
 //! negative `x`.
 //!
-//! Under autodiff the function and its derivative are evaluated off the tape, and the tape
-//! gets only the tangent line `x·sg(gelu'(x)) + sg(gelu(x) − x·gelu'(x))` (sg = stop-gradient):
-//! its value is `gelu(x)` to rounding and its gradient `gelu'(x)·g`. This replaces the backward
-//! of six taped elementwise ops — one of them a second `sigmoid` evaluation, since Burn's
-//! sigmoid backward recomputes it from the input — by one multiplication.
-//!
-//! On the CPU backend (f32) the value and derivative come from one vectorised, multi-threaded
-//! pass on the host ([`crate::host_math::value_and_slope`]) instead of ten single-threaded
-//! backend passes: the FFN of a jasmine-small LAM block went from 24 to about 14 ms per forward
-//! and backward. Other backends build them from tensor ops.
+//! On the CPU backend (f32) [`gelu_tanh`] and [`sigmoid`] are one differentiable op each
+//! ([`crate::host_activation`]): one vectorised, multi-threaded pass computes the value and the
+//! derivative, and the backward is one multiplication. Other backends evaluate the function and
+//! its derivative off the tape from tensor ops, and the tape gets only the tangent line
+//! `x·sg(gelu'(x)) + sg(gelu(x) − x·gelu'(x))` (sg = stop-gradient): its value is `gelu(x)` to
+//! rounding and its gradient `gelu'(x)·g`. That replaces the backward of six taped elementwise
+//! ops — one of them a second `sigmoid` evaluation, since Burn's sigmoid backward recomputes it
+//! from the input — by one multiplication.
 
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::Tensor;
 
-use crate::host_math::{runs_on_host, value_and_slope, Elementwise};
+use crate::host_activation;
+use crate::host_math::{runs_on_host, Elementwise};
 
 /// `2·√(2/π)`.
 const TWO_SQRT_2_OVER_PI: f64 = 2.0 * core::f64::consts::FRAC_2_SQRT_PI * core::f64::consts::FRAC_1_SQRT_2;
@@ -32,48 +31,24 @@ const GELU_CUBIC: f64 = 0.044715;
 /// Tanh-approximated GELU, elementwise (see the module docs); any shape.
 pub fn gelu_tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     if runs_on_host(&x) {
-        return on_host(Elementwise::GeluTanh, x);
+        return host_activation::activation(Elementwise::GeluTanh, x);
     }
     let tracked = x.is_tracked();
     let (value, slope) = gelu_and_slope_by_tensor_ops(x.clone().detach(), tracked);
     match slope {
-        Some(slope) => x * slope + value, // [..] the tangent line, see `on_host`
+        Some(slope) => x * slope + value, // [..] the tangent line (module docs)
         None => value,
     }
 }
 
-/// The logistic function `1 / (1 + e⁻ˣ)`, elementwise; any shape. On the CPU backend by the
-/// host kernel with the tangent-line tape of [`gelu_tanh`] (Burn's sigmoid is a libm `expf` per
-/// element on one thread, and its backward three more taped passes); elsewhere Burn's own.
+/// The logistic function `1 / (1 + e⁻ˣ)`, elementwise; any shape. On the CPU backend the host
+/// op of [`gelu_tanh`] (Burn's sigmoid is a libm `expf` per element on one thread, and its
+/// backward three more taped passes); elsewhere Burn's own.
 pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     if runs_on_host(&x) {
-        return on_host(Elementwise::Sigmoid, x);
+        return host_activation::activation(Elementwise::Sigmoid, x);
     }
     burn::tensor::activation::sigmoid(x)
-}
-
-/// `f(x)` by the host kernel. Untracked: the value. Tracked: the tangent line at `x`,
-/// `x·sg(f'(x)) + sg(f(x) − x·f'(x))` (sg = stop-gradient), whose value is `f(x)` to rounding
-/// and whose gradient is `f'(x)·g`: two taped ops, one multiplication in the backward.
-fn on_host<const D: usize>(f: Elementwise, x: Tensor<D>) -> Tensor<D> {
-    let device = x.device();
-    let shape = x.shape();
-    let tracked = x.is_tracked();
-    let xs: Vec<f32> = x
-        .clone()
-        .detach()
-        .into_data()
-        .try_into_vec::<f32>()
-        .expect("an f32 tensor (checked by runs_on_host)");
-    let mut value = vec![0.0f32; xs.len()];
-    let mut slope = vec![0.0f32; xs.len()];
-    value_and_slope(f, &xs, &mut value, &mut slope, tracked);
-    let to_tensor = |v: Vec<f32>| Tensor::<D>::from_data(TensorData::new(v, shape.clone()), &device);
-    if tracked {
-        x * to_tensor(slope) + to_tensor(value) // [..]
-    } else {
-        to_tensor(value)
-    }
 }
 
 /// GELU of the detached `xs` and, when `tracked`, its tangent line at `xs` as (offset, slope),
@@ -98,7 +73,8 @@ fn gelu_and_slope_by_tensor_ops<const D: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::{Device, TensorData};
+    use crate::host_math::value_and_slope;
+    use burn::tensor::{Device, Distribution, TensorData};
 
     /// Jasmine's formula in f64.
     fn gelu_f64(x: f64) -> f64 {
@@ -122,8 +98,7 @@ mod tests {
 
     #[test]
     fn matches_f64_tanh_gelu() {
-        // Untracked: the kernel's value; tracked (autodiff): the tangent line's x·slope + offset,
-        // gelu(x) to rounding.
+        // Untracked and tracked (autodiff): the host op's value.
         let xs = inputs();
         for device in [Device::flex(), Device::flex().autodiff()] {
             let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device);
@@ -218,5 +193,30 @@ mod tests {
         for ((&x, &a), &b) in xs.iter().zip(&ours).zip(&burn) {
             assert!((a - b).abs() <= 2e-6 * x.abs().max(1.0), "x = {x}: {a} vs Burn's {b}");
         }
+    }
+
+    #[test]
+    fn a_strided_input_gives_the_values_and_gradients_of_its_copy() {
+        // The host op reads a transposed view through a contiguous copy; the gradient goes back
+        // to the view's layout.
+        let device = Device::flex().autodiff();
+        let base = Tensor::<2>::random([6, 9], Distribution::Normal(0.0, 2.0), &device);
+        let w = Tensor::<2>::random([9, 6], Distribution::Normal(0.0, 1.0), &device);
+        let run = |x: Tensor<2>| {
+            let x = x.detach().require_grad();
+            let y = gelu_tanh(x.clone().transpose());
+            let grads = (y.clone() * w.clone()).sum().backward();
+            (y.try_into_vec_as::<f32>().unwrap(), x.grad(&grads).unwrap().try_into_vec_as::<f32>().unwrap())
+        };
+        let strided = run(base.clone());
+        let copied = {
+            let contiguous = Tensor::<2>::from_data(base.clone().transpose().into_data(), &device);
+            let x = contiguous.detach().require_grad();
+            let y = gelu_tanh(x.clone());
+            let grads = (y.clone() * w.clone()).sum().backward();
+            let dx = x.grad(&grads).unwrap().transpose();
+            (y.try_into_vec_as::<f32>().unwrap(), dx.try_into_vec_as::<f32>().unwrap())
+        };
+        assert_eq!(strided, copied);
     }
 }

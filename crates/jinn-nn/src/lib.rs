@@ -16,6 +16,7 @@ pub mod axial_slot;
 pub mod dense;
 pub mod error;
 pub mod flops;
+pub mod host_activation;
 pub mod host_attention;
 pub mod host_linear;
 pub mod host_math;
