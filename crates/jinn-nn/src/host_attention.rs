@@ -22,7 +22,7 @@ use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::tensor::{Tensor, TensorData};
 use rayon::prelude::*;
 
-use crate::host_math::{avx2_dispatch, dot, f32_storage};
+use crate::host_math::{avx2_dispatch, dot, f32_storage, LANES};
 
 /// Attention of the rows of `q` `[batch, seq_q, M]` over those of `k` and `v`
 /// `[batch, seq_k, M]`, in `heads` heads of `M / heads` features each (head-major, as the
@@ -204,7 +204,7 @@ pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mu
 }
 
 /// The backward of [`attention_forward`]: from its operands `[q, k, v]`, its weights and the
-/// output gradient `g` `[batch, seq_q, M]`, writes `[∂q, ∂k, ∂v]` (zeroed by the caller). Per
+/// output gradient `g` `[batch, seq_q, M]`, writes `[∂q, ∂k, ∂v]` (every element). Per
 /// head, with weights `P` and scale `s`: `∂v = Pᵀ·g`, `∂P = g·vᵀ`,
 /// `∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P))`, `∂q = s·∂S·k`, `∂k = s·∂Sᵀ·q`.
 pub fn attention_backward(
@@ -242,10 +242,39 @@ fn head_row(block: &[f32], shape: Shape, row: usize, h: usize) -> &[f32] {
     &block[row * m + h * d..row * m + (h + 1) * d]
 }
 
-/// `y += a·x`.
+/// `out[c] = Σ_t w[t]·row(t)[c]` for every column `c` of `out`: one pass over the rows per block
+/// of columns, the block's sums held in vector registers (accumulating into `out` row by row
+/// would load and store it once per row). Blocks of four vectors first, so four independent
+/// additions overlap; then single vectors, then the scalar tail.
 #[inline(always)]
-fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
-    y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
+fn combine_rows<'a>(out: &mut [f32], w: &[f32], row: impl Fn(usize) -> &'a [f32]) {
+    let wide = out.len() / WIDE * WIDE;
+    let narrow = out.len() / LANES * LANES;
+    for c in (0..wide).step_by(WIDE) {
+        combine_block::<WIDE>(&mut out[c..c + WIDE], w, |t| &row(t)[c..c + WIDE]);
+    }
+    for c in (wide..narrow).step_by(LANES) {
+        combine_block::<LANES>(&mut out[c..c + LANES], w, |t| &row(t)[c..c + LANES]);
+    }
+    for (c, o) in out.iter_mut().enumerate().skip(narrow) {
+        *o = w.iter().enumerate().map(|(t, &wt)| wt * row(t)[c]).sum();
+    }
+}
+
+/// Columns per wide block of [`combine_rows`]: four vectors.
+const WIDE: usize = 4 * LANES;
+
+/// [`combine_rows`] on one block of `N` columns (`out` and every `row(t)` exactly `N` long).
+#[inline(always)]
+fn combine_block<'a, const N: usize>(out: &mut [f32], w: &[f32], row: impl Fn(usize) -> &'a [f32]) {
+    let mut acc = [0.0f32; N];
+    for (t, &wt) in w.iter().enumerate() {
+        let src: &[f32; N] = row(t).try_into().expect("N columns");
+        for lane in 0..N {
+            acc[lane] += wt * src[lane];
+        }
+    }
+    out.copy_from_slice(&acc);
 }
 
 avx2_dispatch! {
@@ -271,11 +300,8 @@ fn entry_forward_body(shape: Shape, entry: Entry, out: &mut [f32], weights: &mut
                 *w = (*w - max).exp();
                 total += *w;
             }
-            let oi = &mut out[i * m + h * d..][..d];
-            for (j, w) in row[..visible].iter_mut().enumerate() {
-                *w /= total;
-                axpy(oi, *w, head_row(entry.v, shape, j, h));
-            }
+            row[..visible].iter_mut().for_each(|w| *w /= total);
+            combine_rows(&mut out[i * m + h * d..][..d], &row[..visible], |j| head_row(entry.v, shape, j, h));
         }
     }
 }
@@ -300,25 +326,37 @@ fn entry_backward_body(
     [dq, dk, dv]: [&mut [f32]; 3],
 ) {
     let (m, d, scale) = (shape.width, shape.head_dim(), shape.scale());
-    let mut ds = vec![0.0f32; shape.seq_k];
+    let (sq, sk) = (shape.seq_q, shape.seq_k);
+    // Per head: ∂S and P transposed, [seq_k, seq_q] (zero where masked: written only where
+    // visible, and every head has the same mask).
+    let (mut ds_t, mut p_t) = (vec![0.0f32; sk * sq], vec![0.0f32; sk * sq]);
+    let (mut dp, mut ds) = (vec![0.0f32; sk], vec![0.0f32; sk]);
     for h in 0..shape.heads {
-        for i in 0..shape.seq_q {
-            let p = &weights[(h * shape.seq_q + i) * shape.seq_k..][..shape.seq_k];
+        for i in 0..sq {
+            let p = &weights[(h * sq + i) * sk..][..sk];
             let visible = shape.visible(i);
             let gi = head_row(g, shape, i, h);
             // ∂P_ij = g_i·v_j, and the row's Σ_j P_ij ∂P_ij.
             let mut centre = 0.0f32;
-            for (j, s) in ds[..visible].iter_mut().enumerate() {
-                *s = dot(gi, head_row(entry.v, shape, j, h));
-                centre += p[j] * *s;
+            for (j, dpj) in dp[..visible].iter_mut().enumerate() {
+                *dpj = dot(gi, head_row(entry.v, shape, j, h));
+                centre += p[j] * *dpj;
             }
-            let qi = head_row(entry.q, shape, i, h);
             for j in 0..visible {
-                let dsij = p[j] * (ds[j] - centre) * scale;
-                axpy(&mut dv[j * m + h * d..][..d], p[j], gi);
-                axpy(&mut dq[i * m + h * d..][..d], dsij, head_row(entry.k, shape, j, h));
-                axpy(&mut dk[j * m + h * d..][..d], dsij, qi);
+                ds[j] = p[j] * (dp[j] - centre) * scale;
+                ds_t[j * sq + i] = ds[j];
+                p_t[j * sq + i] = p[j];
             }
+            // ∂q_i = Σ_j ∂S_ij·k_j
+            combine_rows(&mut dq[i * m + h * d..][..d], &ds[..visible], |j| head_row(entry.k, shape, j, h));
+        }
+        for j in 0..sk {
+            // Queries before a key never see it under the causal mask.
+            let first = if shape.causal { j.min(sq) } else { 0 };
+            let (ds_col, p_col) = (&ds_t[j * sq + first..(j + 1) * sq], &p_t[j * sq + first..(j + 1) * sq]);
+            // ∂k_j = Σ_i ∂S_ij·q_i, ∂v_j = Σ_i P_ij·g_i
+            combine_rows(&mut dk[j * m + h * d..][..d], ds_col, |t| head_row(entry.q, shape, first + t, h));
+            combine_rows(&mut dv[j * m + h * d..][..d], p_col, |t| head_row(g, shape, first + t, h));
         }
     }
 }

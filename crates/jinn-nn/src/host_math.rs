@@ -23,7 +23,7 @@ pub(crate) fn f32_storage(t: &burn::backend::flex::FlexTensor) -> &[f32] {
 
 /// Lanes of the partial sums: eight independent accumulators let the compiler keep a row
 /// reduction in one vector register (a single running `f32` sum cannot be reordered).
-const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// `(Σ f(a[i], b[i], c[i]).0, Σ ….1)` over the elements of `a` (`b` and `c` at least as
 /// long), each in [`LANES`] interleaved partial sums added in a fixed order. The loop runs over

@@ -78,6 +78,15 @@ fn cross_attention_of_fewer_queries_matches_the_composite() {
 }
 
 #[test]
+fn heads_of_whole_and_partial_vector_blocks_match_the_composite() {
+    // Head widths 32 (four blocks of 8 lanes, the jasmine-small width) and 12 (one block and a
+    // tail of 4), causal and not, with more keys than queries.
+    assert_matches_composite([2, 9, 9, 64], 2, true);
+    assert_matches_composite([2, 5, 7, 24], 2, false);
+    assert_matches_composite([2, 5, 7, 24], 2, true);
+}
+
+#[test]
 fn the_untracked_op_matches_the_composite() {
     let device = Device::flex();
     let random = |s| Tensor::<3>::random([2, s, 8], Distribution::Normal(0.0, 1.0), &device);
