@@ -90,10 +90,17 @@ impl MultiHeadAttention {
     }
 
     /// Attention of the rows of `queries` over those of `context`, output projection applied.
-    /// On the CPU backend the heads never leave the `[batch, seq, M]` layout (one fused op);
-    /// elsewhere they are split off for Burn's [`attend`].
     fn attend_rows(&self, queries: Tensor<3>, context: Tensor<3>, causal: bool) -> Tensor<3> {
         let (q, k, v) = self.project_rows(queries, context); // [batch, seq_q | seq, M]
+        self.attend_projected(q, k, v, causal)
+    }
+
+    /// Attention of projected queries `q` `[batch, seq_q, M]` over projected keys and values
+    /// `[batch, seq, M]` (heads not split off, as [`MultiHeadAttention::project_rows`] gives
+    /// them), output projection applied → `[batch, seq_q, M]`. On the CPU backend one fused op
+    /// that keeps the heads in this layout (keys and values may be windows of a larger buffer,
+    /// as a KV cache's are); elsewhere the heads are split off for Burn's [`attend`].
+    pub fn attend_projected(&self, q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, causal: bool) -> Tensor<3> {
         if runs_on_host(&q) {
             let attended = host_attention::attention(q, k, v, self.num_heads, causal); // [batch, seq_q, M]
             return linear_rows(&self.output, attended);
@@ -111,7 +118,7 @@ impl MultiHeadAttention {
 
     /// Queries from the rows of `queries` `[batch, seq_q, M]`, keys and values from those of
     /// `context` `[batch, seq, M]`, heads not split off.
-    fn project_rows(&self, queries: Tensor<3>, context: Tensor<3>) -> (Tensor<3>, Tensor<3>, Tensor<3>) {
+    pub fn project_rows(&self, queries: Tensor<3>, context: Tensor<3>) -> (Tensor<3>, Tensor<3>, Tensor<3>) {
         let q = linear_rows(&self.query, queries);
         let k = linear_rows(&self.key, context.clone());
         (q, k, linear_rows(&self.value, context))

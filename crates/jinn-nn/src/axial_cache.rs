@@ -2,8 +2,10 @@
 //!
 //! Temporal attention is causal in every jinn model, so once frame `t` is final, the keys and
 //! values its tokens contribute to temporal attention (per layer and per spatial slot) never
-//! change. [`AxialKvCache`] keeps them in pre-allocated buffers `[B, S, H, T_max, head_dim]`
-//! (written with `slice_assign`, no per-step concatenation), and runs the transformer on one
+//! change. [`AxialKvCache`] keeps them in pre-allocated buffers `[B, S, T_max, M]` (heads not
+//! split off; written with `slice_assign`, no per-step concatenation; the attention reads the
+//! frames so far as a window of the buffer, without a copy, on the CPU backend), and runs the
+//! transformer on one
 //! new frame, or one new slot of a frame, at a time with the model's own weights:
 //!
 //! * [`AxialKvCache::forward_frame`]: all `S` slots of the next frame at once (spatial
@@ -39,10 +41,10 @@ use crate::position::sinusoid_table;
 /// `Some` between calls).
 #[derive(Debug, Clone)]
 struct LayerCache {
-    /// Temporal keys `[B, S, H, T_max, head_dim]`.
-    temporal_k: Option<Tensor<5>>,
-    /// Temporal values `[B, S, H, T_max, head_dim]`.
-    temporal_v: Option<Tensor<5>>,
+    /// Temporal keys `[B, S, T_max, M]` (heads not split off, as the projection gives them).
+    temporal_k: Option<Tensor<4>>,
+    /// Temporal values `[B, S, T_max, M]`.
+    temporal_v: Option<Tensor<4>>,
     /// Spatial keys of the current frame `[B, H, S, head_dim]` (slot-by-slot mode only).
     spatial_k: Option<Tensor<4>>,
     /// Spatial values of the current frame `[B, H, S, head_dim]`.
@@ -59,6 +61,23 @@ fn write_then_view<const D: usize>(
 ) -> Tensor<D> {
     let written = buffer.take().expect("cache buffer present between calls").slice_assign(ranges, value);
     let view = written.clone().slice(upto);
+    *buffer = Some(written);
+    view
+}
+
+/// Writes `value` into `buffer[ranges]` in place (as [`write_then_view`]) and returns rows
+/// `rows` of the buffer viewed as `[batch, rows per batch, M]`: a window of the buffer, no copy
+/// (the attention reads it in place on the CPU backend).
+fn write_then_rows(
+    buffer: &mut Option<Tensor<4>>,
+    ranges: [std::ops::Range<usize>; 4],
+    value: Tensor<4>,
+    batch: usize,
+    rows: std::ops::Range<usize>,
+) -> Tensor<3> {
+    let written = buffer.take().expect("cache buffer present between calls").slice_assign(ranges, value);
+    let [b, s, t_max, m] = written.dims();
+    let view = written.clone().reshape([batch, b * s * t_max / batch, m]).slice([0..batch, rows, 0..m]);
     *buffer = Some(written);
     view
 }
@@ -113,8 +132,8 @@ impl AxialKvCache {
             .blocks
             .iter()
             .map(|_| LayerCache {
-                temporal_k: Some(Tensor::zeros([batch, slots, heads, max_frames, head_dim], device)),
-                temporal_v: Some(Tensor::zeros([batch, slots, heads, max_frames, head_dim], device)),
+                temporal_k: Some(Tensor::zeros([batch, slots, max_frames, m], device)),
+                temporal_v: Some(Tensor::zeros([batch, slots, max_frames, m], device)),
                 spatial_k: Some(Tensor::zeros([batch, heads, slots, head_dim], device)),
                 spatial_v: Some(Tensor::zeros([batch, heads, slots, head_dim], device)),
             })
@@ -210,7 +229,7 @@ impl AxialKvCache {
         let mut h = h + self.frame_positions(); // [b, s, m]
         let last = model.blocks.len().saturating_sub(1);
         for (l, (block, cache)) in model.blocks.iter().zip(&mut self.layers).enumerate() {
-            h = frame_block(block, cache, h, t, self.heads, self.head_dim, outputs || l < last);
+            h = frame_block(block, cache, h, t, outputs || l < last);
         }
         self.slots_done = 0;
         Ok(h)
@@ -320,8 +339,6 @@ fn frame_block(
     cache: &mut LayerCache,
     x: Tensor<3>,
     t: usize,
-    heads: usize,
-    hd: usize,
     ffn_too: bool,
 ) -> Tensor<3> {
     let [b, s, m] = x.dims();
@@ -331,20 +348,15 @@ fn frame_block(
 
     // Temporal attention: each slot's query against that slot's frames 0..=t.
     let h = layer_norm(&block.norm_temporal, x.clone()).reshape([b * s, 1, m]); // [b·s, 1, m]
-    let (q, k, v) = block.attn_temporal.project_qkv(h); // each [b·s, heads, 1, hd]
-    let at = [0..b, 0..s, 0..heads, t..t + 1, 0..hd];
-    let upto = [0..b, 0..s, 0..heads, 0..t + 1, 0..hd];
-    let keys =
-        write_then_view(&mut cache.temporal_k, at.clone(), k.reshape([b, s, heads, 1, hd]), upto.clone());
-    let values = write_then_view(&mut cache.temporal_v, at, v.reshape([b, s, heads, 1, hd]), upto);
+    let (q, k, v) = block.attn_temporal.project_rows(h.clone(), h); // each [b·s, 1, m]
+    let at = [0..b, 0..s, t..t + 1, 0..m];
+    let keys = write_then_rows(&mut cache.temporal_k, at.clone(), k.reshape([b, s, 1, m]), b * s, 0..t + 1); // [b·s, t+1, m]
+    let values = write_then_rows(&mut cache.temporal_v, at, v.reshape([b, s, 1, m]), b * s, 0..t + 1);
     if !ffn_too {
         return x;
     }
-    let keys = keys.reshape([b * s, heads, t + 1, hd]);
-    let values = values.reshape([b * s, heads, t + 1, hd]);
     // The query is the newest frame: it may see every cached frame, so no mask.
-    let ctx = attend(q, keys, values, false); // [b·s, heads, 1, hd]
-    let h = block.attn_temporal.merge_heads(ctx).reshape([b, s, m]); // [b, s, m]
+    let h = block.attn_temporal.attend_projected(q, keys, values, false).reshape([b, s, m]); // [b, s, m]
     let x = x + h;
 
     ffn(block, x)
@@ -370,17 +382,15 @@ fn slot_block(
     let ctx = attend(q, keys, values, false);
     let x = x + block.attn_spatial.merge_heads(ctx); // [b, 1, m]
 
-    // Temporal attention over slot n of frames 0..=t.
-    let (q, k, v) = block.attn_temporal.project_qkv(layer_norm(&block.norm_temporal, x.clone())); // [b, heads, 1, hd]
-    let at = [0..b, n..n + 1, 0..heads, t..t + 1, 0..hd];
-    let upto = [0..b, n..n + 1, 0..heads, 0..t + 1, 0..hd];
-    let keys =
-        write_then_view(&mut cache.temporal_k, at.clone(), k.reshape([b, 1, heads, 1, hd]), upto.clone());
-    let values = write_then_view(&mut cache.temporal_v, at, v.reshape([b, 1, heads, 1, hd]), upto);
-    let keys = keys.reshape([b, heads, t + 1, hd]);
-    let values = values.reshape([b, heads, t + 1, hd]);
-    let ctx = attend(q, keys, values, false); // [b, heads, 1, hd]
-    let x = x + block.attn_temporal.merge_heads(ctx); // [b, 1, m]
+    // Temporal attention over slot n of frames 0..=t: rows n·T_max .. n·T_max + t of the
+    // buffer viewed as [B, S·T_max, M].
+    let h = layer_norm(&block.norm_temporal, x.clone()); // [b, 1, m]
+    let (q, k, v) = block.attn_temporal.project_rows(h.clone(), h); // each [b, 1, m]
+    let [_, _, t_max, m] = cache.temporal_k.as_ref().expect("cache buffer present between calls").dims();
+    let (at, rows) = ([0..b, n..n + 1, t..t + 1, 0..m], n * t_max..n * t_max + t + 1);
+    let keys = write_then_rows(&mut cache.temporal_k, at.clone(), k.reshape([b, 1, 1, m]), b, rows.clone()); // [b, t+1, m]
+    let values = write_then_rows(&mut cache.temporal_v, at, v.reshape([b, 1, 1, m]), b, rows);
+    let x = x + block.attn_temporal.attend_projected(q, keys, values, false); // [b, 1, m]
 
     ffn(block, x)
 }

@@ -62,11 +62,45 @@ impl FusedAttention for Flex {
         heads: usize,
         causal: bool,
     ) -> FlexTensor {
-        forward(&q.to_contiguous(), &k.to_contiguous(), &v.to_contiguous(), heads, causal).0
+        // Keys and values may be windows of a larger buffer (a KV cache): read in place.
+        let (k, v) = (with_contiguous_rows(k), with_contiguous_rows(v));
+        forward(&q.to_contiguous(), &k, &v, heads, causal).0
     }
 }
 
-/// The forward on contiguous operands: the output and the attention weights
+/// `t` `[batch, seq, M]` itself when its rows are contiguous and its batch entries do not
+/// overlap (any batch stride of at least `seq·M`, as a window `[.., 0..seq, ..]` of a longer
+/// buffer has), else a contiguous copy.
+fn with_contiguous_rows(t: FlexTensor) -> FlexTensor {
+    let (dims, strides) = (t.layout().shape(), t.layout().strides());
+    let rows_contiguous = dims.num_dims() == 3
+        && (dims[2] <= 1 || strides[2] == 1)
+        && (dims[1] <= 1 || strides[1] == dims[2] as isize)
+        && (dims[0] <= 1 || strides[0] >= (dims[1] * dims[2]) as isize);
+    if rows_contiguous {
+        t
+    } else {
+        t.to_contiguous()
+    }
+}
+
+/// Elements between batch entries of `t` (see [`with_contiguous_rows`]).
+fn batch_stride(t: &FlexTensor) -> usize {
+    let (dims, strides) = (t.layout().shape(), t.layout().strides());
+    if dims[0] <= 1 {
+        dims[1] * dims[2]
+    } else {
+        strides[0] as usize
+    }
+}
+
+/// The f32 storage of `t` from its first element on.
+fn storage_from_start(t: &FlexTensor) -> &[f32] {
+    &t.storage::<f32>()[t.layout().start_offset()..]
+}
+
+/// The forward on a contiguous `q` and on `k`, `v` with contiguous rows (see
+/// [`with_contiguous_rows`]; equal strides): the output and the attention weights
 /// `[batch, heads, seq_q, seq_k]`.
 fn forward(
     q: &FlexTensor,
@@ -76,8 +110,10 @@ fn forward(
     causal: bool,
 ) -> (FlexTensor, Vec<f32>) {
     let shape = Shape::of(q, k, heads, causal);
+    assert_eq!(k.layout().strides(), v.layout().strides(), "fused_attention: keys and values laid out alike");
     let mut out = vec![0.0f32; shape.batch * shape.seq_q * shape.width];
-    let weights = attention_forward(shape, f32_storage(q), f32_storage(k), f32_storage(v), &mut out);
+    let weights =
+        attention_forward(shape, f32_storage(q), storage_from_start(k), storage_from_start(v), &mut out);
     let dims = [shape.batch, shape.seq_q, shape.width];
     (FlexTensor::from_data(TensorData::new(out, dims)), weights)
 }
@@ -146,6 +182,9 @@ pub struct Shape {
     pub seq_q: usize,
     /// Key / value rows per entry.
     pub seq_k: usize,
+    /// Elements between the first key (value) rows of consecutive entries: `seq_k · M` when
+    /// contiguous, more for windows of a longer buffer.
+    pub kv_stride: usize,
     /// Row width `M` (all heads).
     pub width: usize,
     /// Heads; `width / heads` features each.
@@ -165,7 +204,15 @@ impl Shape {
             "fused_attention: {heads} heads for width {}",
             qd[2]
         );
-        Self { batch: qd[0], seq_q: qd[1], seq_k: kd[1], width: qd[2], heads, causal }
+        Self {
+            batch: qd[0],
+            seq_q: qd[1],
+            seq_k: kd[1],
+            kv_stride: batch_stride(k),
+            width: qd[2],
+            heads,
+            causal,
+        }
     }
 
     fn head_dim(&self) -> usize {
@@ -186,7 +233,8 @@ impl Shape {
     }
 }
 
-/// The forward over contiguous row-major `q` `[batch, seq_q, M]`, `k`, `v` `[batch, seq_k, M]`:
+/// The forward over row-major `q` `[batch, seq_q, M]` (contiguous) and `k`, `v`
+/// `[batch, seq_k, M]` (entries [`Shape::kv_stride`] apart):
 /// writes the output into `out` `[batch, seq_q, M]` and returns the attention weights
 /// `[batch, heads, seq_q, seq_k]` (zero where masked). Batch entries run in parallel.
 pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32]) -> Vec<f32> {
@@ -196,10 +244,15 @@ pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mu
     if q_len == 0 || k_len == 0 {
         return weights;
     }
+    let stride = shape.kv_stride;
     out.par_chunks_mut(q_len)
         .zip(weights.par_chunks_mut(w_len))
-        .zip(q.par_chunks(q_len).zip(k.par_chunks(k_len)).zip(v.par_chunks(k_len)))
-        .for_each(|((out, weights), ((q, k), v))| entry_forward(shape, Entry { q, k, v }, out, weights));
+        .zip(q.par_chunks(q_len))
+        .enumerate()
+        .for_each(|(b, ((out, weights), q))| {
+            let (k, v) = (&k[b * stride..][..k_len], &v[b * stride..][..k_len]);
+            entry_forward(shape, Entry { q, k, v }, out, weights)
+        });
     weights
 }
 
@@ -216,6 +269,7 @@ pub fn attention_backward(
 ) {
     let Shape { seq_q, seq_k, width, heads, .. } = shape;
     let (q_len, k_len, w_len) = (seq_q * width, seq_k * width, heads * seq_q * seq_k);
+    assert!(shape.batch <= 1 || shape.kv_stride == k_len, "attention_backward: contiguous keys and values");
     if q_len == 0 || k_len == 0 {
         return;
     }

@@ -96,8 +96,21 @@ fn the_untracked_op_matches_the_composite() {
 }
 
 #[test]
+fn keys_and_values_read_in_place_from_a_longer_buffer_match_the_composite() {
+    // A KV cache's window: frames 0..5 of buffers holding 9, read without a copy.
+    let device = Device::flex();
+    let random = |s| Tensor::<3>::random([3, s, 16], Distribution::Normal(0.0, 1.0), &device);
+    let (q, k_buffer, v_buffer) = (random(2), random(9), random(9));
+    let window = |t: Tensor<3>| t.slice([0..3, 0..5, 0..16]);
+    let fused = attention(q.clone(), window(k_buffer.clone()), window(v_buffer.clone()), 4, false);
+    let copies = |t: Tensor<3>| Tensor::<3>::from_data(window(t).into_data(), &device);
+    let reference = composite(q, copies(k_buffer), copies(v_buffer), 4, false);
+    fused.into_data().assert_approx_eq::<f32>(&reference.into_data(), Tolerance::absolute(1e-5));
+}
+
+#[test]
 fn masked_weights_are_zero_and_rows_sum_to_one() {
-    let shape = Shape { batch: 2, seq_q: 4, seq_k: 4, width: 6, heads: 2, causal: true };
+    let shape = Shape { batch: 2, seq_q: 4, seq_k: 4, kv_stride: 24, width: 6, heads: 2, causal: true };
     let data = |n: usize, seed: usize| -> Vec<f32> {
         (0..n).map(|i| (((i + seed) * 7919) % 97) as f32 / 40.0 - 1.2).collect()
     };
