@@ -101,7 +101,7 @@ fn storage_from_start(t: &FlexTensor) -> &[f32] {
 
 /// The forward on a contiguous `q` and on `k`, `v` with contiguous rows (see
 /// [`with_contiguous_rows`]; equal strides): the output and the attention weights
-/// `[batch, heads, seq_q, seq_k]`.
+/// `[batch, seq_q, heads, seq_k]`.
 fn forward(
     q: &FlexTensor,
     k: &FlexTensor,
@@ -236,7 +236,8 @@ impl Shape {
 /// The forward over row-major `q` `[batch, seq_q, M]` (contiguous) and `k`, `v`
 /// `[batch, seq_k, M]` (entries [`Shape::kv_stride`] apart):
 /// writes the output into `out` `[batch, seq_q, M]` and returns the attention weights
-/// `[batch, heads, seq_q, seq_k]` (zero where masked). Batch entries run in parallel.
+/// `[batch, seq_q, heads, seq_k]` (zero where masked). Query rows run in parallel, so one long
+/// sequence (a sampler's frame, batch 1) uses every core too.
 pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32]) -> Vec<f32> {
     let Shape { seq_q, seq_k, width, heads, .. } = shape;
     let (q_len, k_len, w_len) = (seq_q * width, seq_k * width, heads * seq_q * seq_k);
@@ -245,13 +246,15 @@ pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mu
         return weights;
     }
     let stride = shape.kv_stride;
-    out.par_chunks_mut(q_len)
-        .zip(weights.par_chunks_mut(w_len))
-        .zip(q.par_chunks(q_len))
+    out.par_chunks_mut(width)
+        .zip(weights.par_chunks_mut(heads * seq_k))
+        .zip(q.par_chunks(width))
         .enumerate()
-        .for_each(|(b, ((out, weights), q))| {
+        .with_min_len(ROWS_PER_TASK)
+        .for_each(|(r, ((out, weights), q))| {
+            let (b, i) = (r / seq_q, r % seq_q);
             let (k, v) = (&k[b * stride..][..k_len], &v[b * stride..][..k_len]);
-            entry_forward(shape, Entry { q, k, v }, out, weights)
+            row_forward(shape, i, Entry { q, k, v }, out, weights)
         });
     weights
 }
@@ -281,7 +284,7 @@ pub fn attention_backward(
     });
 }
 
-/// One batch entry's operands.
+/// One batch entry's operands (in the forward, `q` is the one query row at hand).
 #[derive(Clone, Copy)]
 struct Entry<'a> {
     q: &'a [f32],
@@ -331,32 +334,33 @@ fn combine_block<'a, const N: usize>(out: &mut [f32], w: &[f32], row: impl Fn(us
     out.copy_from_slice(&acc);
 }
 
+/// Query rows per rayon task of the forward (each row is every head's scores over the keys).
+const ROWS_PER_TASK: usize = 8;
+
 avx2_dispatch! {
-    /// One batch entry of the forward, every head.
-    fn entry_forward = entry_forward_body(shape: Shape, entry: Entry, out: &mut [f32], weights: &mut [f32])
+    /// Query row `i` of one batch entry, every head: `entry.q` is that row, `out` its output
+    /// row and `weights` its `[heads, seq_k]` attention weights.
+    fn row_forward = row_forward_body(shape: Shape, i: usize, entry: Entry, out: &mut [f32], weights: &mut [f32])
 }
 
 #[inline(always)]
-fn entry_forward_body(shape: Shape, entry: Entry, out: &mut [f32], weights: &mut [f32]) {
-    let (m, d, scale) = (shape.width, shape.head_dim(), shape.scale());
-    for h in 0..shape.heads {
-        for i in 0..shape.seq_q {
-            let row = &mut weights[(h * shape.seq_q + i) * shape.seq_k..][..shape.seq_k];
-            let visible = shape.visible(i);
-            let qi = head_row(entry.q, shape, i, h);
-            let mut max = f32::NEG_INFINITY;
-            for (j, w) in row[..visible].iter_mut().enumerate() {
-                *w = scale * dot(qi, head_row(entry.k, shape, j, h));
-                max = max.max(*w);
-            }
-            let mut total = 0.0f32;
-            for w in &mut row[..visible] {
-                *w = (*w - max).exp();
-                total += *w;
-            }
-            row[..visible].iter_mut().for_each(|w| *w /= total);
-            combine_rows(&mut out[i * m + h * d..][..d], &row[..visible], |j| head_row(entry.v, shape, j, h));
+fn row_forward_body(shape: Shape, i: usize, entry: Entry, out: &mut [f32], weights: &mut [f32]) {
+    let (d, scale) = (shape.head_dim(), shape.scale());
+    let visible = shape.visible(i);
+    for (h, row) in weights.chunks_exact_mut(shape.seq_k).enumerate() {
+        let qi = &entry.q[h * d..][..d];
+        let mut max = f32::NEG_INFINITY;
+        for (j, w) in row[..visible].iter_mut().enumerate() {
+            *w = scale * dot(qi, head_row(entry.k, shape, j, h));
+            max = max.max(*w);
         }
+        let mut total = 0.0f32;
+        for w in &mut row[..visible] {
+            *w = (*w - max).exp();
+            total += *w;
+        }
+        row[..visible].iter_mut().for_each(|w| *w /= total);
+        combine_rows(&mut out[h * d..][..d], &row[..visible], |j| head_row(entry.v, shape, j, h));
     }
 }
 
@@ -387,7 +391,7 @@ fn entry_backward_body(
     let (mut dp, mut ds) = (vec![0.0f32; sk], vec![0.0f32; sk]);
     for h in 0..shape.heads {
         for i in 0..sq {
-            let p = &weights[(h * sq + i) * sk..][..sk];
+            let p = &weights[(i * shape.heads + h) * sk..][..sk];
             let visible = shape.visible(i);
             let gi = head_row(g, shape, i, h);
             // ∂P_ij = g_i·v_j, and the row's Σ_j P_ij ∂P_ij.
