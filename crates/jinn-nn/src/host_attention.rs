@@ -62,8 +62,12 @@ impl FusedAttention for Flex {
         heads: usize,
         causal: bool,
     ) -> FlexTensor {
-        // Keys and values may be windows of a larger buffer (a KV cache): read in place.
-        let (k, v) = (with_contiguous_rows(k), with_contiguous_rows(v));
+        // Keys and values may be windows of a larger buffer (a KV cache): read in place when
+        // both are laid out alike.
+        let (mut k, mut v) = (with_contiguous_rows(k), with_contiguous_rows(v));
+        if k.layout().strides() != v.layout().strides() {
+            (k, v) = (k.to_contiguous(), v.to_contiguous());
+        }
         forward(&q.to_contiguous(), &k, &v, heads, causal).0
     }
 }
