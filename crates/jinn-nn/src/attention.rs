@@ -6,8 +6,9 @@
 //! attention is [`crate::host_attention`]'s fused op, trained too; elsewhere Burn's
 //! `burn::tensor::module::attention` ([`attend`]).
 //!
-//! For a later KV cache, [`MultiHeadAttention::project_qkv`] and [`attend`] are public so a
-//! decoder can project only new tokens and attend over cached keys/values.
+//! For KV caches, [`MultiHeadAttention::project_rows`] / [`MultiHeadAttention::project_qkv`]
+//! and [`MultiHeadAttention::attend_projected`] / [`attend`] are public, so a decoder can project
+//! only new tokens and attend over cached keys/values.
 
 use burn::config::Config;
 use burn::module::Module;

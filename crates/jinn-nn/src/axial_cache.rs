@@ -3,10 +3,10 @@
 //! Temporal attention is causal in every jinn model, so once frame `t` is final, the keys and
 //! values its tokens contribute to temporal attention (per layer and per spatial slot) never
 //! change. [`AxialKvCache`] keeps them in pre-allocated buffers `[B, S, T_max, M]` (heads not
-//! split off; written with `slice_assign`, no per-step concatenation; the attention reads the
-//! frames so far as a window of the buffer, without a copy, on the CPU backend), and runs the
-//! transformer on one
-//! new frame, or one new slot of a frame, at a time with the model's own weights:
+//! split off; written with `slice_assign`, no per-step concatenation; on the CPU backend the
+//! attention reads the frames so far as a window of the buffer, without a copy), and runs the
+//! transformer on one new frame, or one new slot of a frame, at a time with the model's own
+//! weights:
 //!
 //! * [`AxialKvCache::forward_frame`]: all `S` slots of the next frame at once (spatial
 //!   attention as the model defines it, full or causal); temporal attention over the cached

@@ -217,7 +217,7 @@ unsafe fn gemm_into(dst: *mut f32, accumulate: bool, lhs: &Matrix, rhs: &Matrix)
 }
 
 /// Rows per rayon task of the row-wise passes.
-const ROWS_PER_TASK: usize = 64;
+pub const ROWS_PER_TASK: usize = 64;
 
 /// `[rows, bias.len()]` row-major, every row a copy of `bias`: written in parallel, never
 /// zeroed first.

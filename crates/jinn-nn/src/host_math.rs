@@ -27,7 +27,8 @@ pub(crate) const LANES: usize = 8;
 
 /// `(Σ f(a[i], b[i], c[i]).0, Σ ….1)` over the elements of `a` (`b` and `c` at least as
 /// long), each in [`LANES`] interleaved partial sums added in a fixed order. The loop runs over
-/// whole chunks of [`LANES`], so it compiles to vector arithmetic.
+/// whole chunks of [`LANES`], which lets the compiler vectorise it (it does for [`dot`]; how far
+/// depends on `f`).
 #[inline(always)]
 pub(crate) fn lane_sums(
     a: &[f32],
