@@ -188,6 +188,12 @@ impl VectorQuantizer {
         VqOutput { z_q, z, emb, indices }
     }
 
+    /// Cosine similarity of every row of `x` `[D, L]` to every code `[D, K]`, with gradients
+    /// into both `x` and the codebook (the logits of a code classifier).
+    pub fn cosine_similarities(&self, x: Tensor<2>) -> Tensor<2> {
+        normalize(x).matmul(normalize(self.codebook.val()).transpose()) // [d, k]
+    }
+
     /// The largest cosine similarity between two distinct codes (1 when two codes point the
     /// same way; 0 for a single code): a codebook collapsed to one direction shows up here
     /// even while every code is "used".

@@ -73,6 +73,34 @@ pub struct LamConfig {
     /// `sigmoid(logit(x_{t−1}) + out)` with the decoder's output layer starting at zero, so
     /// the untrained decoder copies the previous frame and its capacity goes to what moves.
     pub decoder_residual: bool,
+    /// How a training transition's code is chosen: `nearest` (the code nearest the encoder
+    /// output, VQ-VAE as in Jasmine) or `reconstruction` (the code whose decoder prediction of
+    /// the transition is best; see [`CodeAssignment`]).
+    pub code_assignment: CodeAssignment,
+}
+
+/// How a training transition's latent code is chosen ([`LamConfig::code_assignment`]) when the
+/// LAM trains with its decoder (`jinn train lam`; a LAM co-trained inside Genie has no decoder
+/// and learns through the dynamics loss on its nearest codes). Inference always names the code
+/// nearest the encoder output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeAssignment {
+    /// The code nearest (cosine) the encoder output, with the straight-through estimator and
+    /// the codebook and commitment losses (VQ-VAE; Jasmine).
+    #[default]
+    Nearest,
+    /// Hindsight assignment (not in Jasmine; "multiple-choice learning"): the decoder predicts
+    /// every transition once per code (without gradients) and the transition takes the code
+    /// whose prediction has the least squared error (in the pass for code `k` every transition of
+    /// the clip takes code `k`, so the decoder's causal temporal attention sees code `k` on the
+    /// earlier transitions too). The decoder trains on that code's vector,
+    /// so each code becomes the input that best explains its transitions; the encoder learns to
+    /// name it by cross-entropy over its cosine similarities to the codes
+    /// ([`ASSIGNMENT_TEMPERATURE`]), which replaces the codebook and commitment
+    /// losses. A code is thus chosen by what it does to the prediction, not by where the encoder
+    /// outputs happen to cluster.
+    Reconstruction,
 }
 
 impl Default for LamConfig {
@@ -95,6 +123,7 @@ impl Default for LamConfig {
             reset_to: ResetTarget::default(),
             encoder_frame_difference: false,
             decoder_residual: false,
+            code_assignment: CodeAssignment::Nearest,
         }
     }
 }
@@ -163,6 +192,7 @@ impl LamConfig {
             vq_beta: self.vq_beta,
             encoder_frame_difference: self.encoder_frame_difference,
             decoder_residual: self.decoder_residual,
+            assign_by_reconstruction: self.code_assignment == CodeAssignment::Reconstruction,
         })
     }
 }
@@ -203,6 +233,8 @@ pub struct Lam {
     pub encoder_frame_difference: bool,
     /// Whether the decoder predicts each frame as a change of the previous one.
     pub decoder_residual: bool,
+    /// Whether training assigns codes by reconstruction ([`CodeAssignment::Reconstruction`]).
+    pub assign_by_reconstruction: bool,
 }
 
 /// The result of [`Lam::forward_train`].
@@ -218,10 +250,15 @@ pub struct LamOutput {
     pub loss: Tensor<1>,
     /// Mean squared error against frames `1..T−1` `[1]`.
     pub mse: Tensor<1>,
-    /// Codebook loss `[1]`.
+    /// Codebook loss `[1]`; with [`CodeAssignment::Reconstruction`] in training, the encoder's
+    /// cross-entropy against the assigned codes.
     pub q_loss: Tensor<1>,
-    /// Commitment loss `[1]`.
+    /// Commitment loss `[1]` (0 with [`CodeAssignment::Reconstruction`] in training).
     pub commitment: Tensor<1>,
+    /// With [`CodeAssignment::Reconstruction`], the hindsight codes `[B·(T−1)]` (the best
+    /// prediction's); in training these are `indices`, in evaluation `indices` are the
+    /// encoder's (nearest) codes and these show how often it names the hindsight one.
+    pub hindsight: Option<Tensor<1, Int>>,
 }
 
 impl Lam {
@@ -340,27 +377,46 @@ impl Lam {
             field: "decoder",
             reason: "this LAM was built without its decoder (encoder side only)".into(),
         })?;
+        let training = rng.is_some();
         let (out, patches, [b, tm1]) = self.vq_encode(videos.clone(), rng)?;
         let [_, t, n, p] = patches.dims();
         let l = out.z_q.dims()[1];
-        let action = out.z_q.clone().reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
-        let context = patches.slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
+        let context = patches.clone().slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
         let frames_in = linear_rows(&decoder.patch_up, context.clone()); // [b, t−1, n, m]
-        let x = frames_in + linear_rows(&decoder.action_up, action); // [b, t−1, n, m]
-        let logits = decoder.transformer.forward(x); // [b, t−1, n, p]
-        let pred = if self.decoder_residual {
-            sigmoid(logit(context) + logits) // [b, t−1, n, p]
+        let hindsight = self.assign_by_reconstruction.then(|| {
+            let target = patches.slice([0..b, 1..t, 0..n, 0..p]); // [b, t−1, n, p]
+            self.best_codes(decoder, frames_in.clone(), context.clone(), target)
+            // [b·(t−1)]
+        });
+        let (indices, action, q_loss, commitment) = if let (true, Some(best)) = (training, &hindsight) {
+            let ce = assignment::cross_entropy(&self.vq, out.emb.clone(), best.clone());
+            let zero = Tensor::zeros([1], &ce.device());
+            (best.clone(), self.vq.codes(best.clone()), ce, zero) // action [b·(t−1), l]
         } else {
-            sigmoid(logits) // [b, t−1, n, p]
+            let (q_loss, commitment) = (out.codebook_loss(), out.commitment_loss());
+            (out.indices, out.z_q, q_loss, commitment)
         };
+        let action = action.reshape([b, tm1, 1, l]); // [b, t−1, 1, l]
+        let x = frames_in + linear_rows(&decoder.action_up, action); // [b, t−1, n, m]
+        let pred = self.decode(decoder, x, context); // [b, t−1, n, p]
         let recon = unpatchify(pred, self.grid())?; // [b, t−1, h, w, c]
         let [_, _, h, w, c] = videos.dims();
         let target = videos.slice([0..b, 1..t, 0..h, 0..w, 0..c]); // [b, t−1, h, w, c]
         let mse = (recon.clone() - target).powi_scalar(2).mean();
-        let q_loss = out.codebook_loss();
-        let commitment = out.commitment_loss();
         let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;
-        Ok(LamOutput { recon, indices: out.indices, emb: out.emb.detach(), loss, mse, q_loss, commitment })
+        Ok(LamOutput { recon, indices, emb: out.emb.detach(), loss, mse, q_loss, commitment, hindsight })
+    }
+
+    /// The decoder's transformer and output on its inputs `x` `[B', T−1, N, M]`: the predicted
+    /// patches `[B', T−1, N, P]` of frames `1..T−1`, given the patches `context` of frames
+    /// `0..T−2` (used by `decoder_residual`).
+    fn decode(&self, decoder: &LamDecoder, x: Tensor<4>, context: Tensor<4>) -> Tensor<4> {
+        let logits = decoder.transformer.forward(x); // [b', t−1, n, p]
+        if self.decoder_residual {
+            sigmoid(logit(context) + logits) // [b', t−1, n, p]
+        } else {
+            sigmoid(logits) // [b', t−1, n, p]
+        }
     }
 }
 
@@ -374,5 +430,7 @@ fn logit<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     (x.clone() / (x.neg() + 1.0)).log()
 }
 
+mod assignment;
+pub use assignment::ASSIGNMENT_TEMPERATURE;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -31,7 +31,7 @@ use crate::task_common::{
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
-use burn::tensor::Device;
+use burn::tensor::{Device, Int, Tensor};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
@@ -159,11 +159,16 @@ impl LamTask {
 /// Appends the latent code of every transition `t → t+1` of `batch` to `codes` and the action
 /// recorded at frame `t` (the one that caused it) to `truth`, when the batch records exactly
 /// one discrete action per frame.
-fn collect_code_action_pairs(out: &LamOutput, batch: &Batch, codes: &mut Vec<i64>, truth: &mut Vec<i64>) {
+fn collect_code_action_pairs(
+    indices: &Tensor<1, Int>,
+    batch: &Batch,
+    codes: &mut Vec<i64>,
+    truth: &mut Vec<i64>,
+) {
     let Some(actions) = batch.actions.as_ref().filter(|_| batch.action_dims == 1) else {
         return;
     };
-    let ids: Vec<i64> = out.indices.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(t−1)]
+    let ids: Vec<i64> = indices.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(t−1)]
     pair_transitions(&ids, actions, batch.batch_size, batch.seq_len, codes, truth);
 }
 
@@ -256,17 +261,34 @@ impl TrainTask for LamTask {
         let device = model.vq.codebook.val().device();
         let mut sums = Sums::default();
         let (mut codes, mut truth) = (Vec::new(), Vec::new());
+        let (mut hindsight_codes, mut hindsight_truth) = (Vec::new(), Vec::new());
+        let (mut named, mut transitions) = (0usize, 0usize);
         for _ in 0..batches {
             let batch = next_batch(&mut loader)?;
             let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
             self.host_metrics(&out, &batch, &mut sums, true)?;
-            collect_code_action_pairs(&out, &batch, &mut codes, &mut truth);
+            collect_code_action_pairs(&out.indices, &batch, &mut codes, &mut truth);
+            if let Some(best) = &out.hindsight {
+                collect_code_action_pairs(best, &batch, &mut hindsight_codes, &mut hindsight_truth);
+                let best: Vec<i64> = best.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+                let chosen: Vec<i64> =
+                    out.indices.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+                named += best.iter().zip(&chosen).filter(|(a, b)| a == b).count();
+                transitions += best.len();
+            }
         }
         let mut metrics = sums.into_metrics();
-        if !codes.is_empty() {
-            let agreement = nmi(&codes, &truth, Normalisation::Geometric)
-                .map_err(|e| TrainError::config("nmi", e.to_string()))?;
-            metrics.insert("nmi".into(), agreement);
+        for (key, codes, truth) in
+            [("nmi", &codes, &truth), ("nmi_hindsight", &hindsight_codes, &hindsight_truth)]
+        {
+            if !codes.is_empty() {
+                let agreement = nmi(codes, truth, Normalisation::Geometric)
+                    .map_err(|e| TrainError::config(key, e.to_string()))?;
+                metrics.insert(key.into(), agreement);
+            }
+        }
+        if transitions > 0 {
+            metrics.insert("hindsight_named".into(), named as f64 / transitions as f64);
         }
         metrics.insert("code_max_cos".into(), model.vq.max_code_cosine());
         Ok(metrics)

@@ -36,7 +36,7 @@ pub use genie::{
     assemble_genie, load_genie, load_lam, load_mae_tokenizer, load_tokenizer, ActionConfig, ActionSource,
     Genie, GenieConfig, GenieOutput, DYNAMICS_KIND, LAM_KIND,
 };
-pub use lam::{Lam, LamConfig, LamOutput};
+pub use lam::{CodeAssignment, Lam, LamConfig, LamOutput};
 pub use lam_task::{LamRunConfig, LamTask};
 pub use mae::{MaeOutput, MaeTokenizer};
 pub use mae_task::MaeTask;

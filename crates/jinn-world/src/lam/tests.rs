@@ -23,6 +23,7 @@ pub(crate) fn tiny() -> LamConfig {
         reset_to: ResetTarget::EncoderOutput,
         encoder_frame_difference: false,
         decoder_residual: false,
+        code_assignment: CodeAssignment::Nearest,
     }
 }
 
@@ -219,4 +220,161 @@ fn residual_decoder_starts_as_a_copy_of_the_previous_frame() {
     }
     let (first, last) = first_and_last_loss(lam, x, 80);
     assert!(last * 5.0 <= first, "residual LAM loss {first} → {last}: less than a 5× drop");
+}
+
+fn ints(t: Tensor<1, burn::tensor::Int>) -> Vec<i64> {
+    t.try_into_vec_as::<i64>().unwrap()
+}
+
+/// `best_codes` (one decoder pass over a batch `K` times as large) against a loop that runs the
+/// decoder once per code on the plain batch and sums each transition's squared error on the
+/// host in f64: the chosen code's error is the least (up to float rounding). An untrained
+/// residual decoder predicts the same for every code, and ties go to code 0.
+#[test]
+fn hindsight_code_has_the_least_error_of_all_codes() {
+    let device = Device::flex();
+    device.seed(5);
+    let (b, t, k, l) = (2, 4, 4, 8);
+    for residual in [false, true] {
+        let cfg = LamConfig {
+            code_assignment: CodeAssignment::Reconstruction,
+            decoder_residual: residual,
+            ..tiny()
+        };
+        let lam = cfg.init(&device).unwrap();
+        let decoder = lam.decoder.as_ref().unwrap();
+        let x = Tensor::<5>::random([b, t, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+        let patches = patchify(x, 4).unwrap(); // [b, t, n, p]
+        let [_, _, n, p] = patches.dims();
+        let context = patches.clone().slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
+        let target = patches.slice([0..b, 1..t, 0..n, 0..p]); // [b, t−1, n, p]
+        let frames_in = linear_rows(&decoder.patch_up, context.clone()); // [b, t−1, n, m]
+        let got = ints(lam.best_codes(decoder, frames_in.clone(), context.clone(), target.clone()));
+        if residual {
+            assert_eq!(got, vec![0; b * (t - 1)], "ties go to code 0");
+            continue;
+        }
+        let want = floats(target);
+        let mut errors = vec![vec![0f64; k]; b * (t - 1)];
+        for (code, column) in (0..k).zip(0..) {
+            let row = lam.vq.codebook.val().slice([code..code + 1, 0..l]); // [1, l]
+            let action = row.reshape([1, 1, 1, l]).repeat(&[b, t - 1, 1, 1]); // [b, t−1, 1, l]
+            let x = frames_in.clone() + linear_rows(&decoder.action_up, action); // [b, t−1, n, m]
+            let pred = floats(sigmoid(decoder.transformer.forward(x))); // [b, t−1, n, p]
+            for (i, (pc, tc)) in pred.chunks(n * p).zip(want.chunks(n * p)).enumerate() {
+                errors[i][column] = pc.iter().zip(tc).map(|(a, c)| (*a as f64 - *c as f64).powi(2)).sum();
+            }
+        }
+        for (i, e) in errors.iter().enumerate() {
+            let chosen = e[got[i] as usize];
+            assert!(
+                e.iter().all(|&v| chosen <= v * (1.0 + 1e-5)),
+                "transition {i}: chose {} of {e:?}",
+                got[i]
+            );
+        }
+    }
+}
+
+/// Training with reconstruction assignment: the decoder trains on the hindsight codes, the
+/// loss is `mse` plus the encoder's cross-entropy against them (checked against a host
+/// computation in f64), no commitment term, and gradients reach the encoder, the codebook
+/// and the decoder; evaluation names the encoder's nearest codes and still reports the
+/// hindsight ones.
+#[test]
+fn reconstruction_assignment_trains_on_hindsight_codes() {
+    let device = Device::flex().autodiff();
+    device.seed(6);
+    let (b, t, l) = (2, 4, 8);
+    let lam = LamConfig { code_assignment: CodeAssignment::Reconstruction, ..tiny() }.init(&device).unwrap();
+    let x = Tensor::<5>::random([b, t, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
+    let mut rng = jinn_data::rng::rng_for(0, "test", 0);
+    let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+    let eval = lam.forward_eval(x.clone()).unwrap();
+    let hindsight = ints(out.hindsight.clone().unwrap());
+    assert_eq!(ints(out.indices.clone()), hindsight);
+    assert_eq!(ints(eval.hindsight.unwrap()), hindsight);
+    let (nearest, _, _) = lam.vq_encode(x, None).unwrap();
+    assert_eq!(ints(eval.indices), ints(nearest.indices));
+    assert_eq!(out.commitment.clone().into_scalar::<f32>(), 0.0);
+
+    // Host cross-entropy of cosine similarities over the temperature.
+    let emb = floats(out.emb.clone()); // [d, l], rows normalised
+    let codes = floats(lam.vq.codebook.val()); // [k, l]
+    let unit = |r: &[f32]| {
+        let norm = r.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+        r.iter().map(|&v| v as f64 / norm).collect::<Vec<f64>>()
+    };
+    let codes: Vec<Vec<f64>> = codes.chunks(l).map(unit).collect();
+    let mut ce = 0.0;
+    for (row, &assigned) in emb.chunks(l).zip(&hindsight) {
+        let e = unit(row);
+        let logits: Vec<f64> = codes
+            .iter()
+            .map(|c| c.iter().zip(&e).map(|(a, b)| a * b).sum::<f64>() / ASSIGNMENT_TEMPERATURE)
+            .collect();
+        let max = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let lse = max + logits.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+        ce += lse - logits[assigned as usize];
+    }
+    ce /= hindsight.len() as f64;
+    let q_loss = out.q_loss.clone().into_scalar::<f32>() as f64;
+    assert!((q_loss - ce).abs() < 1e-4, "{q_loss} vs {ce}");
+    let (mse, loss) = (out.mse.clone().into_scalar::<f32>(), out.loss.clone().into_scalar::<f32>());
+    assert!((loss as f64 - mse as f64 - ce).abs() < 1e-4);
+
+    let grads = out.loss.backward();
+    let norm = |g: Option<Tensor<2>>| floats(g.expect("gradient")).iter().map(|v| v.abs()).sum::<f32>();
+    assert!(norm(lam.vq.codebook.val().grad(&grads)) > 0.0, "codebook");
+    assert!(norm(lam.encoder.proj_out.weight.val().grad(&grads)) > 0.0, "encoder");
+    let decoder = lam.decoder.as_ref().unwrap();
+    assert!(norm(decoder.action_up.weight.val().grad(&grads)) > 0.0, "decoder action projection");
+}
+
+/// Two-frame clips of a square that moves one patch right (even clips) or left (odd clips)
+/// from the middle: the decoder sees only the first frame, so the direction must come from the
+/// code. Reconstruction assignment (with the residual decoder and dead-code resets, as the demo
+/// trains) learns one code per direction and the encoder names it.
+#[test]
+fn reconstruction_assignment_separates_two_directions() {
+    let device = Device::flex().autodiff();
+    device.seed(7);
+    let b = 4;
+    let mut frames = vec![20u8; b * 2 * 16 * 16 * 3];
+    for bi in 0..b {
+        for (ti, col) in [1usize, if bi % 2 == 0 { 2 } else { 0 }].into_iter().enumerate() {
+            for y in 4..8 {
+                for x in col * 4..col * 4 + 4 {
+                    let at = (((bi * 2 + ti) * 16 + y) * 16 + x) * 3;
+                    frames[at..at + 3].copy_from_slice(&[240, 200, 60]);
+                }
+            }
+        }
+    }
+    let kc = 2;
+    let cfg = LamConfig {
+        code_assignment: CodeAssignment::Reconstruction,
+        num_codes: kc,
+        decoder_residual: true,
+        ..tiny()
+    };
+    let mut lam = cfg.init(&device).unwrap();
+    let x = crate::frames_to_unit(&frames, [b, 2, 16, 16, 3], &device);
+    let mut optim = OptimConfig::default().init().unwrap();
+    // As in training (`LamTask`): a code unused for a few steps moves onto an encoder output.
+    let mut tracker = jinn_nn::DeadCodeTracker::new(kc, 5);
+    for step in 0..300 {
+        let mut rng = jinn_data::rng::rng_for(0, "test", step);
+        let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+        let usage = jinn_nn::CodeUsage::from_indices(out.indices.clone(), kc).unwrap();
+        let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
+        lam = optim.step(3e-3, lam, grads);
+        let resets = tracker.step(&usage, &mut rng).unwrap();
+        lam.vq = lam.vq.clone().apply_resets(&resets, ResetTarget::EncoderOutput, out.emb, &mut rng).unwrap();
+    }
+    let eval = lam.forward_eval(x).unwrap();
+    let codes = ints(eval.indices); // [b]
+    assert_eq!(ints(eval.hindsight.unwrap()), codes, "the encoder names the hindsight codes");
+    assert_ne!(codes[0], codes[1], "codes {codes:?}");
+    assert_eq!(codes, [codes[0], codes[1], codes[0], codes[1]], "codes {codes:?}");
 }

@@ -38,7 +38,13 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, LamRunConfig, Device) {
 
 #[test]
 fn resumed_run_with_code_resets_is_bit_identical_and_keeps_counters() {
-    let (root, data, cfg, device) = setup();
+    resume_is_bit_identical(crate::lam::CodeAssignment::Nearest);
+    resume_is_bit_identical(crate::lam::CodeAssignment::Reconstruction);
+}
+
+fn resume_is_bit_identical(assignment: crate::lam::CodeAssignment) {
+    let (root, data, mut cfg, device) = setup();
+    cfg.model.code_assignment = assignment;
     let init = cfg.model.init(&device).unwrap();
     let init_bits = crate::genie::tests::bits(&init);
 
@@ -99,9 +105,54 @@ fn validation_nmi_scores_codes_against_the_actions_that_caused_them() {
     assert!((0.0..=1.0).contains(&expected));
     assert_eq!(metrics["code_max_cos"], model.vq.max_code_cosine());
     assert!((-1.0..=1.0 + 1e-9).contains(&metrics["code_max_cos"]));
+    assert!(!metrics.contains_key("nmi_hindsight") && !metrics.contains_key("hindsight_named"));
 }
 
-/// A LAM checkpoint written before `encoder_frame_difference` and `decoder_residual` existed
+/// With reconstruction assignment, validation also scores the hindsight codes against the
+/// actions and logs how often the encoder names them, checked against the model's own
+/// `forward_eval` on the same clips and a naive count.
+#[test]
+fn validation_scores_hindsight_codes_with_reconstruction_assignment() {
+    let (_root, data, mut cfg, device) = setup();
+    cfg.model.code_assignment = crate::lam::CodeAssignment::Reconstruction;
+    let mut task = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device).unwrap();
+    let metrics = task.validate(0, 2).unwrap();
+
+    let split = Arc::new(Dataset::open(&data.join("val"), cfg.data.seq_len, None).unwrap());
+    let mut loader = val_loader(&cfg.train, &cfg.data, split).unwrap();
+    let model = task.model().valid();
+    let (mut hindsight, mut truth, mut named, mut total) = (Vec::new(), Vec::new(), 0, 0);
+    for _ in 0..2 {
+        let batch = next_batch(&mut loader).unwrap();
+        let out = model.forward_eval(videos(&batch, &Device::flex())).unwrap();
+        let best: Vec<i64> =
+            out.hindsight.expect("reconstruction assignment").try_into_vec_as::<i64>().unwrap();
+        let nearest: Vec<i64> =
+            model.action_indices(videos(&batch, &Device::flex())).unwrap().try_into_vec_as().unwrap();
+        let actions = batch.actions.as_ref().unwrap();
+        let t = batch.seq_len;
+        for b in 0..batch.batch_size {
+            for step in 0..t - 1 {
+                let i = b * (t - 1) + step;
+                hindsight.push(best[i]);
+                truth.push(actions[b * t + step]);
+                named += usize::from(best[i] == nearest[i]);
+                total += 1;
+            }
+        }
+    }
+    let expected = nmi(&hindsight, &truth, Normalisation::Geometric).unwrap();
+    assert!(
+        (metrics["nmi_hindsight"] - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        metrics["nmi_hindsight"]
+    );
+    assert_eq!(metrics["hindsight_named"], named as f64 / total as f64);
+    assert!(metrics.contains_key("nmi"));
+}
+
+/// A LAM checkpoint written before `encoder_frame_difference`, `decoder_residual` and
+/// `code_assignment` existed
 /// reads as the defaults (so `--resume` accepts it), while a stored non-default value stays
 /// visible.
 #[test]
@@ -110,7 +161,7 @@ fn stored_model_config_without_newer_keys_reads_as_their_defaults() {
     let task = LamTask::new(&cfg, &data, cfg.model.init(&device).unwrap(), device).unwrap();
     let current = jinn_train::config::to_json(&cfg.model);
     let mut older = current.clone();
-    for newer in ["encoder_frame_difference", "decoder_residual"] {
+    for newer in ["encoder_frame_difference", "decoder_residual", "code_assignment"] {
         older.as_object_mut().unwrap().remove(newer).unwrap();
     }
     assert_ne!(older, current);
