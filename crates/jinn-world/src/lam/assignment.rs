@@ -4,6 +4,7 @@
 
 use super::{Lam, LamDecoder};
 use burn::tensor::activation::log_softmax;
+use burn::module::Module;
 use burn::tensor::{Int, Tensor};
 use jinn_nn::{linear_rows, VectorQuantizer};
 
@@ -28,16 +29,19 @@ impl Lam {
         let k = self.num_codes();
         let [b, tm1, n, m] = frames_in.dims();
         let p = target.dims()[3];
-        let codes = linear_rows(&decoder.action_up, self.vq.codebook.val().detach()); // [k, m]
-        let frames_in = frames_in.detach().reshape([1, b * tm1, n, m]); // [1, b·(t−1), n, m]
+        let device = frames_in.device();
+        // Off the autodiff backend: no graph is recorded, so no activations are kept.
+        let decoder = decoder.valid();
+        let codes = linear_rows(&decoder.action_up, self.vq.codebook.val().inner()); // [k, m]
+        let frames_in = frames_in.inner().reshape([1, b * tm1, n, m]); // [1, b·(t−1), n, m]
         let x = frames_in + codes.reshape([k, 1, 1, m]); // [k, b·(t−1), n, m]
         let x = x.reshape([k * b, tm1, n, m]); // [k·b, t−1, n, m]
-        let context = context.detach().repeat(&[k, 1, 1, 1]); // [k·b, t−1, n, p]
-        let pred = self.decode(decoder, x, context).detach(); // [k·b, t−1, n, p]
-        let target = target.detach().repeat(&[k, 1, 1, 1]); // [k·b, t−1, n, p]
+        let context = context.inner().repeat(&[k, 1, 1, 1]); // [k·b, t−1, n, p]
+        let pred = self.decode(&decoder, x, context); // [k·b, t−1, n, p]
+        let target = target.inner().repeat(&[k, 1, 1, 1]); // [k·b, t−1, n, p]
         let error = (pred - target).powi_scalar(2).reshape([k, b * tm1, n * p]).sum_dim(2); // [k, b·(t−1), 1]
         let error = error.reshape([k, b * tm1]).transpose(); // [b·(t−1), k]
-        error.argmin(1).reshape([b * tm1]) // [b·(t−1)]
+        error.argmin(1).reshape([b * tm1]).to_device(&device) // [b·(t−1)]
     }
 }
 
