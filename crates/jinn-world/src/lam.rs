@@ -11,7 +11,10 @@
 //! `decoder_residual`: added to the logits of frame `t−1` first) → unpatchify: a prediction of
 //! frames `1..T−1`.
 //!
-//! Loss: `MSE(recon, videos[:, 1..]) + q_loss + β·commitment`. The dead-code reset lives in
+//! Loss: `MSE(recon, videos[:, 1..]) + q_loss + β·commitment`; with hindsight code assignment
+//! (`code_assignment = "reconstruction"`, [`CodeAssignment`], in `lam/assignment.rs`) training
+//! feeds the decoder the code whose prediction is best and the loss is `MSE + cross-entropy` of
+//! the encoder naming that code. The dead-code reset lives in
 //! the training task ([`crate::lam_task`]) because it runs after the optimiser update.
 //!
 //! Inside a Genie model only the encoder side is needed: [`LamConfig::init_encoder`] builds the

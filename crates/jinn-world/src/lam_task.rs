@@ -20,6 +20,10 @@
 //! transitions ([`crate::nmi`]), the number `jinn eval world` reports for a finished model.
 //! Validation also logs `code_max_cos`, the largest cosine between two codes
 //! ([`jinn_nn::VectorQuantizer::max_code_cosine`]): near 1, the codes cannot be told apart.
+//! With hindsight code assignment ([`crate::lam::CodeAssignment::Reconstruction`]) it adds
+//! `nmi_hindsight`, the NMI of the hindsight codes (the best prediction's) with the true
+//! actions, and `hindsight_named`, the share of transitions whose nearest code is the hindsight
+//! one; training's `q_loss` is then the encoder's cross-entropy and `commitment_loss` 0.
 
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};

@@ -3,8 +3,8 @@
 //! learns to name that code.
 
 use super::{Lam, LamDecoder};
-use burn::tensor::activation::log_softmax;
 use burn::module::Module;
+use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 use jinn_nn::{linear_rows, VectorQuantizer};
 
