@@ -386,10 +386,10 @@ impl Lam {
         let l = out.z_q.dims()[1];
         let context = patches.clone().slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]
         let frames_in = linear_rows(&decoder.patch_up, context.clone()); // [b, t−1, n, m]
+                                                                         // The hindsight codes `[b·(t−1)]` (reconstruction assignment only).
         let hindsight = self.assign_by_reconstruction.then(|| {
             let target = patches.slice([0..b, 1..t, 0..n, 0..p]); // [b, t−1, n, p]
             self.best_codes(decoder, frames_in.clone(), context.clone(), target)
-            // [b·(t−1)]
         });
         let (indices, action, q_loss, commitment) = if let (true, Some(best)) = (training, &hindsight) {
             let ce = assignment::cross_entropy(&self.vq, out.emb.clone(), best.clone());
