@@ -78,7 +78,7 @@ pub struct LamConfig {
     pub decoder_residual: bool,
     /// How a training transition's code is chosen: `nearest` (the code nearest the encoder
     /// output, VQ-VAE as in Jasmine) or `reconstruction` (the code whose decoder prediction of
-    /// the transition is best; see [`CodeAssignment`]).
+    /// the transition is best; see [`CodeAssignment`]; needs `codebook_dropout` 0).
     pub code_assignment: CodeAssignment,
 }
 
@@ -173,6 +173,16 @@ impl LamConfig {
             return Err(NnError::InvalidConfig {
                 field: "vq_beta",
                 reason: format!("must be ≥ 0, got {}", self.vq_beta),
+            });
+        }
+        if self.code_assignment == CodeAssignment::Reconstruction && self.codebook_dropout > 0.0 {
+            return Err(NnError::InvalidConfig {
+                field: "codebook_dropout",
+                reason: format!(
+                    "must be 0 with code_assignment = \"reconstruction\" (hindsight assignment drops no \
+                     codes), got {}",
+                    self.codebook_dropout
+                ),
             });
         }
         let p = grid.patch_dim() * if self.encoder_frame_difference { 2 } else { 1 };

@@ -172,8 +172,12 @@ fn collect_code_action_pairs(
     let Some(actions) = batch.actions.as_ref().filter(|_| batch.action_dims == 1) else {
         return;
     };
-    let ids: Vec<i64> = indices.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(t−1)]
-    pair_transitions(&ids, actions, batch.batch_size, batch.seq_len, codes, truth);
+    pair_transitions(&host_ids(indices), actions, batch.batch_size, batch.seq_len, codes, truth);
+}
+
+/// Code indices `[b·(t−1)]` on the host.
+fn host_ids(indices: &Tensor<1, Int>) -> Vec<i64> {
+    indices.clone().try_into_vec_as::<i64>().expect("integer tensor data")
 }
 
 /// Running sums of per-forward metrics.
@@ -274,9 +278,7 @@ impl TrainTask for LamTask {
             collect_code_action_pairs(&out.indices, &batch, &mut codes, &mut truth);
             if let Some(best) = &out.hindsight {
                 collect_code_action_pairs(best, &batch, &mut hindsight_codes, &mut hindsight_truth);
-                let best: Vec<i64> = best.clone().try_into_vec_as::<i64>().expect("integer tensor data");
-                let chosen: Vec<i64> =
-                    out.indices.clone().try_into_vec_as::<i64>().expect("integer tensor data");
+                let (best, chosen) = (host_ids(best), host_ids(&out.indices));
                 named += best.iter().zip(&chosen).filter(|(a, b)| a == b).count();
                 transitions += best.len();
             }

@@ -139,6 +139,10 @@ fn bad_inputs_are_errors() {
     assert!(lam.forward_eval(one_frame).unwrap_err().to_string().contains("T ≥ 2"));
     let wrong = Tensor::<5>::zeros([1, 2, 8, 16, 3], &device);
     assert!(lam.forward_eval(wrong).unwrap_err().to_string().contains("16×16×3"));
+    let dropout =
+        LamConfig { code_assignment: CodeAssignment::Reconstruction, codebook_dropout: 0.1, ..tiny() };
+    let err = dropout.init(&device).unwrap_err().to_string();
+    assert!(err.contains("codebook_dropout") && err.contains("reconstruction"), "{err}");
     let encoder_only = tiny().init_encoder(&device).unwrap();
     let x = Tensor::<5>::zeros([1, 2, 16, 16, 3], &device);
     assert!(encoder_only.forward_eval(x.clone()).unwrap_err().to_string().contains("decoder"));
