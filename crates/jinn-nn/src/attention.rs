@@ -20,6 +20,7 @@ use burn::tensor::{Device, Tensor};
 use crate::dense::linear_rows;
 use crate::error::NnError;
 use crate::host_attention;
+use crate::host_linear;
 use crate::host_math::runs_on_host;
 use crate::init;
 
@@ -79,7 +80,28 @@ pub struct MultiHeadAttention {
 impl MultiHeadAttention {
     /// Self-attention: `x` `[batch, seq, M]` → `[batch, seq, M]`.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        if let Some(qkv) = self.project_packed(x.clone()) {
+            let attended = host_attention::attention_packed(qkv, self.num_heads, self.causal); // [batch, seq, M]
+            return linear_rows(&self.output, attended);
+        }
         self.attend_rows(x.clone(), x, self.causal)
+    }
+
+    /// On the CPU backend in f32: the rows `[q | k | v]` of `x` `[batch, seq, M]` →
+    /// `[batch, seq, 3·M]`, one dense layer with the three projections' weights and biases side
+    /// by side (one matmul each way instead of three, and no sum of three input gradients).
+    /// `None` elsewhere, or when a projection has no bias.
+    fn project_packed(&self, x: Tensor<3>) -> Option<Tensor<3>> {
+        let layers = [&self.query, &self.key, &self.value];
+        let biases = layers.map(|l| l.bias.as_ref().map(|b| b.val()));
+        if !runs_on_host(&x) || biases.iter().any(Option::is_none) {
+            return None;
+        }
+        let [b, s, m] = x.dims();
+        let weight = Tensor::cat(layers.map(|l| l.weight.val()).to_vec(), 1); // [M, 3M]
+        let bias = Tensor::cat(biases.into_iter().flatten().collect(), 0); // [3M]
+        let qkv = host_linear::affine(x.reshape([b * s, m]), weight, bias); // [batch·seq, 3M]
+        Some(qkv.reshape([b, s, 3 * m]))
     }
 
     /// Unmasked attention of the rows of `queries` `[batch, seq_q, M]` over the rows of

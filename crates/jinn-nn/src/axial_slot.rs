@@ -21,7 +21,10 @@ impl AxialBlock {
         let normed = layer_norm(&self.norm_spatial, x.clone()); // [b, t, n, m]
         let query = normed.clone().slice([0..b, 0..t, slot..slot + 1, 0..m]); // [b, t, 1, m]
         let query = query.reshape([b * t, 1, m]); // [b·t, 1, m]
-        let context = normed.slice([0..b, 0..t, 0..seen, 0..m]).reshape([b * t, seen, m]); // [b·t, seen, m]
+                                                  // Not sliced when every token is seen: the backward of a whole-tensor slice is a
+                                                  // zero-fill and a copy.
+        let context = if seen == n { normed } else { normed.slice([0..b, 0..t, 0..seen, 0..m]) };
+        let context = context.reshape([b * t, seen, m]); // [b·t, seen, m]
         let h = self.attn_spatial.forward_cross(query, context).reshape([b, t, 1, m]); // [b, t, 1, m]
         let x = x.slice([0..b, 0..t, slot..slot + 1, 0..m]) + h; // [b, t, 1, m]
 

@@ -20,8 +20,8 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::tensor::{Tensor, TensorData};
-use rayon::prelude::*;
 
+use crate::host_fill::par_fill;
 use crate::host_math::{avx2_dispatch, dot, f32_storage, LANES};
 
 /// Attention of the rows of `q` `[batch, seq_q, M]` over those of `k` and `v`
@@ -40,6 +40,19 @@ pub fn attention(q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, heads: usize, causal:
     Tensor::from_dispatch(out)
 }
 
+/// Self-attention of packed projections `qkv` `[batch, seq, 3·M]`, each row `[q | k | v]` (one
+/// dense layer with the three projections side by side) → `[batch, seq, M]`, as [`attention`]
+/// of the three parts. Its backward yields the gradient of `qkv` as one tensor, so the packed
+/// projection's backward is one matmul per gradient instead of three matmuls and two sums.
+/// CPU backend, f32 only.
+pub fn attention_packed(qkv: Tensor<3>, heads: usize, causal: bool) -> Tensor<3> {
+    Tensor::from_dispatch(<Dispatch as FusedAttention>::fused_attention_packed(
+        qkv.into_dispatch(),
+        heads,
+        causal,
+    ))
+}
+
 /// The fused attention as a Burn backend extension (flex, and autodiff over flex), for f32
 /// tensors.
 #[backend_extension(Flex, Autodiff)]
@@ -52,6 +65,9 @@ pub trait FusedAttention: Backend {
         heads: usize,
         causal: bool,
     ) -> FloatTensor<Self>;
+
+    /// See [`attention_packed`].
+    fn fused_attention_packed(qkv: FloatTensor<Self>, heads: usize, causal: bool) -> FloatTensor<Self>;
 }
 
 impl FusedAttention for Flex {
@@ -69,6 +85,10 @@ impl FusedAttention for Flex {
             (k, v) = (k.to_contiguous(), v.to_contiguous());
         }
         forward(&q.to_contiguous(), &k, &v, heads, causal).0
+    }
+
+    fn fused_attention_packed(qkv: FlexTensor, heads: usize, causal: bool) -> FlexTensor {
+        forward_packed(&qkv.to_contiguous(), heads, causal).0
     }
 }
 
@@ -115,11 +135,41 @@ fn forward(
 ) -> (FlexTensor, Vec<f32>) {
     let shape = Shape::of(q, k, heads, causal);
     assert_eq!(k.layout().strides(), v.layout().strides(), "fused_attention: keys and values laid out alike");
-    let mut out = vec![0.0f32; shape.batch * shape.seq_q * shape.width];
-    let weights =
-        attention_forward(shape, f32_storage(q), storage_from_start(k), storage_from_start(v), &mut out);
+    let (out, weights) =
+        attention_forward(shape, f32_storage(q), storage_from_start(k), storage_from_start(v));
     let dims = [shape.batch, shape.seq_q, shape.width];
     (FlexTensor::from_data(TensorData::new(out, dims)), weights)
+}
+
+/// The forward on a contiguous packed `qkv` `[batch, seq, 3·M]`: the output and the weights.
+fn forward_packed(qkv: &FlexTensor, heads: usize, causal: bool) -> (FlexTensor, Vec<f32>) {
+    let shape = Shape::packed(qkv, heads, causal);
+    let m = shape.width;
+    let data = f32_storage(qkv);
+    let (out, weights) =
+        attention_forward(shape, data, &data[m.min(data.len())..], &data[(2 * m).min(data.len())..]);
+    let dims = [shape.batch, shape.seq_q, m];
+    (FlexTensor::from_data(TensorData::new(out, dims)), weights)
+}
+
+/// The backward of the packed op; its state is `qkv` (contiguous) and the weights.
+#[derive(Debug)]
+struct PackedAttentionBackward;
+
+impl Backward<Flex, 1> for PackedAttentionBackward {
+    type State = (FlexTensor, Vec<f32>, usize, bool);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [qkv_node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node).to_contiguous(); // [batch, seq, M]
+        let (qkv, weights, heads, causal) = ops.state;
+        if let Some(node) = qkv_node {
+            let shape = Shape::packed(&qkv, heads, causal);
+            let dqkv = attention_backward_packed(shape, f32_storage(&qkv), &weights, f32_storage(&grad));
+            let dims = qkv.layout().shape().clone();
+            grads.register::<Flex>(node.id, FlexTensor::from_data(TensorData::new(dqkv, dims)));
+        }
+    }
 }
 
 /// The backward of the fused op; its state is `q`, `k`, `v` (contiguous) and the weights.
@@ -135,17 +185,11 @@ impl Backward<Flex, 3> for AttentionBackward {
         let (q, k, v, weights, heads, causal) = ops.state;
         let shape = Shape::of(&q, &k, heads, causal);
         let (q_dims, k_dims) = (q.layout().shape().clone(), k.layout().shape().clone());
-        let (mut dq, mut dk, mut dv) = (
-            vec![0.0; q_dims.num_elements()],
-            vec![0.0; k_dims.num_elements()],
-            vec![0.0; k_dims.num_elements()],
-        );
-        attention_backward(
+        let [dq, dk, dv] = attention_backward(
             shape,
             [f32_storage(&q), f32_storage(&k), f32_storage(&v)],
             &weights,
             f32_storage(&grad),
-            [&mut dq, &mut dk, &mut dv],
         );
         for (node, data, dims) in [(q_node, dq, q_dims), (k_node, dk, k_dims.clone()), (v_node, dv, k_dims)] {
             if let Some(node) = node {
@@ -175,6 +219,18 @@ impl<C: CheckpointStrategy> FusedAttention for Autodiff<Flex, C> {
             OpsKind::UnTracked(prep) => prep.finish(forward(&q, &k, &v, heads, causal).0),
         }
     }
+
+    fn fused_attention_packed(qkv: FloatTensor<Self>, heads: usize, causal: bool) -> FloatTensor<Self> {
+        let nodes = [qkv.node()];
+        let qkv = qkv.into_primitive().to_contiguous();
+        match PackedAttentionBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let (out, weights) = forward_packed(&qkv, heads, causal);
+                prep.finish((qkv, weights, heads, causal), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(forward_packed(&qkv, heads, causal).0),
+        }
+    }
 }
 
 /// The sizes of one attention call.
@@ -189,6 +245,9 @@ pub struct Shape {
     /// Elements between the first key (value) rows of consecutive entries: `seq_k · M` when
     /// contiguous, more for windows of a longer buffer.
     pub kv_stride: usize,
+    /// Elements between consecutive rows of `q`, `k` and `v`: `M` for separate operands,
+    /// `3·M` for packed `[q | k | v]` rows.
+    pub row_stride: usize,
     /// Row width `M` (all heads).
     pub width: usize,
     /// Heads; `width / heads` features each.
@@ -213,9 +272,40 @@ impl Shape {
             seq_q: qd[1],
             seq_k: kd[1],
             kv_stride: batch_stride(k),
+            row_stride: qd[2],
             width: qd[2],
             heads,
             causal,
+        }
+    }
+
+    /// The shape of the packed call on `qkv` `[batch, seq, 3·M]`.
+    fn packed(qkv: &FlexTensor, heads: usize, causal: bool) -> Self {
+        let d = qkv.layout().shape();
+        assert!(
+            d.num_dims() == 3 && d[2].is_multiple_of(3),
+            "fused_attention_packed: [batch, seq, 3·M], got {d:?}"
+        );
+        let m = d[2] / 3;
+        assert!(heads > 0 && m.is_multiple_of(heads), "fused_attention_packed: {heads} heads for width {m}");
+        Self {
+            batch: d[0],
+            seq_q: d[1],
+            seq_k: d[1],
+            kv_stride: d[1] * d[2],
+            row_stride: d[2],
+            width: m,
+            heads,
+            causal,
+        }
+    }
+
+    /// Elements from the first to past the last element of one entry's `seq` operand rows.
+    fn extent(&self, seq: usize) -> usize {
+        if seq == 0 {
+            0
+        } else {
+            (seq - 1) * self.row_stride + self.width
         }
     }
 
@@ -237,55 +327,91 @@ impl Shape {
     }
 }
 
-/// The forward over row-major `q` `[batch, seq_q, M]` (contiguous) and `k`, `v`
-/// `[batch, seq_k, M]` (entries [`Shape::kv_stride`] apart):
-/// writes the output into `out` `[batch, seq_q, M]` and returns the attention weights
+/// The forward over `q` `[batch, seq_q, M]` and `k`, `v` `[batch, seq_k, M]`, rows
+/// [`Shape::row_stride`] apart (entries of `q` `seq_q` rows apart, of `k` and `v`
+/// [`Shape::kv_stride`] apart): the output `[batch, seq_q, M]` and the attention weights
 /// `[batch, seq_q, heads, seq_k]` (zero where masked). Query rows run in parallel, so one long
 /// sequence (a sampler's frame, batch 1) uses every core too.
-pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32]) -> Vec<f32> {
-    let Shape { seq_q, seq_k, width, heads, .. } = shape;
-    let (q_len, k_len, w_len) = (seq_q * width, seq_k * width, heads * seq_q * seq_k);
-    let mut weights = vec![0.0f32; shape.batch * w_len];
-    if q_len == 0 || k_len == 0 {
-        return weights;
+pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let Shape { batch, seq_q, seq_k, width, heads, row_stride, .. } = shape;
+    let rows = batch * seq_q;
+    if rows == 0 || seq_k == 0 || width == 0 {
+        return (vec![0.0; rows * width], vec![0.0; rows * heads * seq_k]);
     }
-    let stride = shape.kv_stride;
-    out.par_chunks_mut(width)
-        .zip(weights.par_chunks_mut(heads * seq_k))
-        .zip(q.par_chunks(width))
-        .enumerate()
-        .with_min_len(ROWS_PER_TASK)
-        .for_each(|(r, ((out, weights), q))| {
-            let (b, i) = (r / seq_q, r % seq_q);
-            let (k, v) = (&k[b * stride..][..k_len], &v[b * stride..][..k_len]);
-            row_forward(shape, i, Entry { q, k, v }, out, weights)
-        });
-    weights
+    let (stride, k_extent) = (shape.kv_stride, shape.extent(seq_k));
+    let lens = [rows * width, rows * heads * seq_k];
+    let ([out, weights], _) = par_fill(lens, [width, heads * seq_k], ROWS_PER_TASK, |r, [out, weights]| {
+        let (b, i) = (r / seq_q, r % seq_q);
+        let (k, v) = (&k[b * stride..][..k_extent], &v[b * stride..][..k_extent]);
+        row_forward(shape, i, Entry { q: &q[r * row_stride..][..width], k, v }, out, weights)
+    });
+    (out, weights)
 }
 
-/// The backward of [`attention_forward`]: from its operands `[q, k, v]`, its weights and the
-/// output gradient `g` `[batch, seq_q, M]`, writes `[∂q, ∂k, ∂v]` (every element). Per
+/// The backward of [`attention_forward`] on separate contiguous operands: from `[q, k, v]`,
+/// the weights and the output gradient `g` `[batch, seq_q, M]`, returns `[∂q, ∂k, ∂v]`. Per
 /// head, with weights `P` and scale `s`: `∂v = Pᵀ·g`, `∂P = g·vᵀ`,
 /// `∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P))`, `∂q = s·∂S·k`, `∂k = s·∂Sᵀ·q`.
-pub fn attention_backward(
-    shape: Shape,
-    [q, k, v]: [&[f32]; 3],
-    weights: &[f32],
-    g: &[f32],
-    [dq, dk, dv]: [&mut [f32]; 3],
-) {
-    let Shape { seq_q, seq_k, width, heads, .. } = shape;
-    let (q_len, k_len, w_len) = (seq_q * width, seq_k * width, heads * seq_q * seq_k);
-    assert!(shape.batch <= 1 || shape.kv_stride == k_len, "attention_backward: contiguous keys and values");
-    if q_len == 0 || k_len == 0 {
-        return;
+pub fn attention_backward(shape: Shape, [q, k, v]: [&[f32]; 3], weights: &[f32], g: &[f32]) -> [Vec<f32>; 3] {
+    let Shape { batch, seq_q, seq_k, width, .. } = shape;
+    let (q_len, k_len) = (seq_q * width, seq_k * width);
+    assert!(
+        shape.row_stride == width && (batch <= 1 || shape.kv_stride == k_len),
+        "attention_backward: contiguous operands"
+    );
+    if q_len == 0 || k_len == 0 || batch == 0 {
+        return [vec![0.0; batch * q_len], vec![0.0; batch * k_len], vec![0.0; batch * k_len]];
     }
-    let inputs = q.par_chunks(q_len).zip(k.par_chunks(k_len)).zip(v.par_chunks(k_len));
-    let grads_in = weights.par_chunks(w_len).zip(g.par_chunks(q_len));
-    let grads_out = dq.par_chunks_mut(q_len).zip(dk.par_chunks_mut(k_len)).zip(dv.par_chunks_mut(k_len));
-    inputs.zip(grads_in).zip(grads_out).for_each(|((((q, k), v), (weights, g)), ((dq, dk), dv))| {
-        entry_backward(shape, Entry { q, k, v }, weights, g, [dq, dk, dv])
+    let lens = [batch * q_len, batch * k_len, batch * k_len];
+    let (grads, _) = par_fill(lens, [q_len, k_len, k_len], 1, |b, [dq, dk, dv]| {
+        let entry =
+            Entry { q: &q[b * q_len..][..q_len], k: &k[b * k_len..][..k_len], v: &v[b * k_len..][..k_len] };
+        entry_backward(
+            shape,
+            entry,
+            &weights[b * seq_q * shape.heads * seq_k..],
+            g,
+            b,
+            GradRows::Separate([dq, dk, dv]),
+        )
     });
+    grads
+}
+
+/// The backward of the packed forward (`q`, `k`, `v` the thirds of each row of `qkv`
+/// `[batch, seq, 3·M]`): the gradient of `qkv`, rows `[∂q | ∂k | ∂v]`.
+fn attention_backward_packed(shape: Shape, qkv: &[f32], weights: &[f32], g: &[f32]) -> Vec<f32> {
+    let Shape { batch, seq_q, seq_k, width, row_stride, .. } = shape;
+    let block = seq_q * row_stride;
+    if block == 0 || batch == 0 || width == 0 {
+        return vec![0.0; batch * block];
+    }
+    let ([dqkv], _) = par_fill([batch * block], [block], 1, |b, [d]| {
+        let rows = &qkv[b * block..][..block];
+        let entry = Entry { q: rows, k: &rows[width..], v: &rows[2 * width..] };
+        entry_backward(shape, entry, &weights[b * seq_q * shape.heads * seq_k..], g, b, GradRows::Packed(d))
+    });
+    dqkv
+}
+
+/// Where the backward writes one batch entry's `∂q`, `∂k` and `∂v`.
+enum GradRows<'a> {
+    /// Three row-major blocks `[seq_q, M]`, `[seq_k, M]`, `[seq_k, M]`.
+    Separate([&'a mut [f32]; 3]),
+    /// One block `[seq, 3·M]`, each row `[∂q | ∂k | ∂v]`.
+    Packed(&'a mut [f32]),
+}
+
+impl GradRows<'_> {
+    /// Head `h` of row `row` of the gradient of operand `which` (0 `q`, 1 `k`, 2 `v`).
+    #[inline(always)]
+    fn head(&mut self, which: usize, row: usize, h: usize, shape: Shape) -> &mut [f32] {
+        let (m, d) = (shape.width, shape.head_dim());
+        match self {
+            GradRows::Separate(blocks) => &mut blocks[which][row * m + h * d..][..d],
+            GradRows::Packed(block) => &mut block[row * 3 * m + which * m + h * d..][..d],
+        }
+    }
 }
 
 /// One batch entry's operands (in the forward, `q` is the one query row at hand).
@@ -296,11 +422,10 @@ struct Entry<'a> {
     v: &'a [f32],
 }
 
-/// Features of head `h` in the row `row` of a `[seq, M]` block.
+/// Features of head `h` (`d` wide) in row `row` of a block whose rows are `stride` apart.
 #[inline(always)]
-fn head_row(block: &[f32], shape: Shape, row: usize, h: usize) -> &[f32] {
-    let (m, d) = (shape.width, shape.head_dim());
-    &block[row * m + h * d..row * m + (h + 1) * d]
+fn head_row(block: &[f32], stride: usize, row: usize, h: usize, d: usize) -> &[f32] {
+    &block[row * stride + h * d..][..d]
 }
 
 /// `out[c] = Σ_t w[t]·row(t)[c]` for every column `c` of `out`: one pass over the rows per block
@@ -355,7 +480,7 @@ fn row_forward_body(shape: Shape, i: usize, entry: Entry, out: &mut [f32], weigh
         let qi = &entry.q[h * d..][..d];
         let mut max = f32::NEG_INFINITY;
         for (j, w) in row[..visible].iter_mut().enumerate() {
-            *w = scale * dot(qi, head_row(entry.k, shape, j, h));
+            *w = scale * dot(qi, head_row(entry.k, shape.row_stride, j, h, d));
             max = max.max(*w);
         }
         let mut total = 0.0f32;
@@ -364,18 +489,22 @@ fn row_forward_body(shape: Shape, i: usize, entry: Entry, out: &mut [f32], weigh
             total += *w;
         }
         row[..visible].iter_mut().for_each(|w| *w /= total);
-        combine_rows(&mut out[h * d..][..d], &row[..visible], |j| head_row(entry.v, shape, j, h));
+        combine_rows(&mut out[h * d..][..d], &row[..visible], |j| {
+            head_row(entry.v, shape.row_stride, j, h, d)
+        });
     }
 }
 
 avx2_dispatch! {
-    /// One batch entry of the backward, every head.
+    /// Batch entry `b` of the backward, every head: `weights` and `g` start at entry `b`'s
+    /// weights and at the whole output gradient.
     fn entry_backward = entry_backward_body(
         shape: Shape,
         entry: Entry,
         weights: &[f32],
         g: &[f32],
-        grads: [&mut [f32]; 3],
+        b: usize,
+        grads: GradRows,
     )
 }
 
@@ -385,10 +514,12 @@ fn entry_backward_body(
     entry: Entry,
     weights: &[f32],
     g: &[f32],
-    [dq, dk, dv]: [&mut [f32]; 3],
+    b: usize,
+    mut grads: GradRows,
 ) {
-    let (m, d, scale) = (shape.width, shape.head_dim(), shape.scale());
+    let (m, d, scale, stride) = (shape.width, shape.head_dim(), shape.scale(), shape.row_stride);
     let (sq, sk) = (shape.seq_q, shape.seq_k);
+    let g = &g[b * sq * m..][..sq * m];
     // Per head: ∂S and P transposed, [seq_k, seq_q] (zero where masked: written only where
     // visible, and every head has the same mask).
     let (mut ds_t, mut p_t) = (vec![0.0f32; sk * sq], vec![0.0f32; sk * sq]);
@@ -397,11 +528,11 @@ fn entry_backward_body(
         for i in 0..sq {
             let p = &weights[(i * shape.heads + h) * sk..][..sk];
             let visible = shape.visible(i);
-            let gi = head_row(g, shape, i, h);
+            let gi = head_row(g, m, i, h, d);
             // ∂P_ij = g_i·v_j, and the row's Σ_j P_ij ∂P_ij.
             let mut centre = 0.0f32;
             for (j, dpj) in dp[..visible].iter_mut().enumerate() {
-                *dpj = dot(gi, head_row(entry.v, shape, j, h));
+                *dpj = dot(gi, head_row(entry.v, stride, j, h, d));
                 centre += p[j] * *dpj;
             }
             for j in 0..visible {
@@ -410,15 +541,15 @@ fn entry_backward_body(
                 p_t[j * sq + i] = p[j];
             }
             // ∂q_i = Σ_j ∂S_ij·k_j
-            combine_rows(&mut dq[i * m + h * d..][..d], &ds[..visible], |j| head_row(entry.k, shape, j, h));
+            combine_rows(grads.head(0, i, h, shape), &ds[..visible], |j| head_row(entry.k, stride, j, h, d));
         }
         for j in 0..sk {
             // Queries before a key never see it under the causal mask.
             let first = if shape.causal { j.min(sq) } else { 0 };
             let (ds_col, p_col) = (&ds_t[j * sq + first..(j + 1) * sq], &p_t[j * sq + first..(j + 1) * sq]);
             // ∂k_j = Σ_i ∂S_ij·q_i, ∂v_j = Σ_i P_ij·g_i
-            combine_rows(&mut dk[j * m + h * d..][..d], ds_col, |t| head_row(entry.q, shape, first + t, h));
-            combine_rows(&mut dv[j * m + h * d..][..d], p_col, |t| head_row(g, shape, first + t, h));
+            combine_rows(grads.head(1, j, h, shape), ds_col, |t| head_row(entry.q, stride, first + t, h, d));
+            combine_rows(grads.head(2, j, h, shape), p_col, |t| head_row(g, m, first + t, h, d));
         }
     }
 }

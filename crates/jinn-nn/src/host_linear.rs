@@ -29,13 +29,19 @@ use crate::host_math::{f32_storage, runs_on_host};
 /// a layer with a bias, it is one fused op (see the module docs); elsewhere Burn's
 /// `Linear::forward`.
 pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
-    let bias = match &layer.bias {
-        Some(bias) if runs_on_host(&x) => bias.val(),
-        _ => return layer.forward(x),
-    };
+    match &layer.bias {
+        Some(bias) if runs_on_host(&x) => affine(x, layer.weight.val(), bias.val()),
+        _ => layer.forward(x),
+    }
+}
+
+/// `x·W + b` for `x` `[rows, M_in]`, `W` `[M_in, M_out]`, `b` `[M_out]` as the fused op (see the
+/// module docs), for a weight and bias that are not one `Linear`'s (say, several layers' side
+/// by side). CPU backend, f32 only (callers check [`runs_on_host`]).
+pub fn affine(x: Tensor<2>, weight: Tensor<2>, bias: Tensor<1>) -> Tensor<2> {
     let out = <Dispatch as FusedLinear>::fused_linear(
         x.into_dispatch(),
-        layer.weight.val().into_dispatch(),
+        weight.into_dispatch(),
         bias.into_dispatch(),
     );
     Tensor::from_dispatch(out)
@@ -220,19 +226,19 @@ unsafe fn gemm_into(dst: *mut f32, accumulate: bool, lhs: &Matrix, rhs: &Matrix)
 pub const ROWS_PER_TASK: usize = 64;
 
 /// `[rows, bias.len()]` row-major, every row a copy of `bias`: written in parallel, never
-/// zeroed first.
+/// zeroed first (one vectorised copy per row).
 fn bias_rows(rows: usize, bias: &[f32]) -> Vec<f32> {
     let (cols, len) = (bias.len(), rows * bias.len());
     let mut out: Vec<f32> = Vec::with_capacity(len);
     if cols > 0 {
         out.spare_capacity_mut()[..len].par_chunks_mut(ROWS_PER_TASK * cols).for_each(|task| {
-            for (slot, value) in task.iter_mut().zip(bias.iter().cycle()) {
-                slot.write(*value);
+            for row in task.chunks_exact_mut(cols) {
+                row.write_copy_of_slice(bias);
             }
         });
     }
     // SAFETY: every one of the `len` elements was written just above (each task's length is a
-    // whole number of rows, and `cycle` never ends).
+    // whole number of rows).
     unsafe { out.set_len(len) };
     out
 }

@@ -151,12 +151,39 @@ pub fn value_and_slope(
     tangent_offset: bool,
 ) {
     assert!(x.len() == value.len() && x.len() == slope.len(), "value_and_slope: length mismatch");
-    x.par_chunks(CHUNK).zip(value.par_chunks_mut(CHUNK)).zip(slope.par_chunks_mut(CHUNK)).for_each(
-        |((x, v), s)| match f {
-            Elementwise::GeluTanh => run_chunk(gelu_tanh_point, x, v, s, tangent_offset),
-            Elementwise::Sigmoid => run_chunk(sigmoid_point, x, v, s, tangent_offset),
-        },
-    );
+    x.par_chunks(CHUNK)
+        .zip(value.par_chunks_mut(CHUNK))
+        .zip(slope.par_chunks_mut(CHUNK))
+        .for_each(|((x, v), s)| elementwise_chunk(f, x, v, s, tangent_offset));
+}
+
+/// `f(x)` and `f'(x)` as new vectors, in one parallel pass that also allocates them (no serial
+/// zero-fill, see [`crate::host_fill`]).
+pub(crate) fn value_and_slope_vecs(f: Elementwise, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let n = x.len();
+    let ([value, slope], _) = crate::host_fill::par_fill([n, n], [CHUNK, CHUNK], 1, |i, [v, s]| {
+        elementwise_chunk(f, &x[i * CHUNK..][..v.len()], v, s, false)
+    });
+    (value, slope)
+}
+
+/// The elementwise product `a ⊙ b` as a new vector, in one parallel pass.
+pub(crate) fn product_vec(a: &[f32], b: &[f32]) -> Vec<f32> {
+    assert_eq!(a.len(), b.len(), "product_vec: length mismatch");
+    let n = a.len();
+    let ([out], _) = crate::host_fill::par_fill([n], [CHUNK], 1, |i, [out]| {
+        let (a, b) = (&a[i * CHUNK..][..out.len()], &b[i * CHUNK..][..out.len()]);
+        out.iter_mut().zip(a.iter().zip(b)).for_each(|(o, (a, b))| *o = a * b);
+    });
+    out
+}
+
+/// One task's chunk of [`value_and_slope`].
+fn elementwise_chunk(f: Elementwise, x: &[f32], value: &mut [f32], slope: &mut [f32], tangent_offset: bool) {
+    match f {
+        Elementwise::GeluTanh => run_chunk(gelu_tanh_point, x, value, slope, tangent_offset),
+        Elementwise::Sigmoid => run_chunk(sigmoid_point, x, value, slope, tangent_offset),
+    }
 }
 
 /// Tanh-GELU and its derivative at `x`.

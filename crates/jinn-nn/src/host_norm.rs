@@ -4,8 +4,8 @@
 //! mean, add ε, square root, divide, scale, shift), each a single-threaded pass over the
 //! activations, and their backward is about fifteen more passes. Flex has a fused, SIMD,
 //! multi-threaded layer-norm kernel, but autodiff never reaches it. [`layer_norm`] registers
-//! the whole normalisation as one op through a Burn backend extension: the forward is flex's
-//! fused kernel, and the backward is a hand-written host pass ([`layer_norm_backward_rows`])
+//! the whole normalisation as one op through a Burn backend extension: the forward is a host
+//! pass like flex's fused kernel ([`layer_norm_rows`], without its serial zero-fill), and the backward is a hand-written host pass ([`layer_norm_backward_rows`])
 //! that yields the input, scale and shift gradients together. GPU backends keep Burn's
 //! `LayerNorm::forward`.
 //!
@@ -16,13 +16,12 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::ModuleOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::nn::LayerNorm;
 use burn::tensor::{Tensor, TensorData};
-use rayon::prelude::*;
 
+use crate::host_fill::par_fill;
 use crate::host_math::{avx2_dispatch, f32_storage, lane_sums, runs_on_host};
 use crate::init::LAYER_NORM_EPS;
 
@@ -70,7 +69,11 @@ pub trait FusedLayerNorm: Backend {
 
 impl FusedLayerNorm for Flex {
     fn fused_layer_norm(x: FlexTensor, gamma: FlexTensor, beta: FlexTensor) -> FlexTensor {
-        Flex::layer_norm(x, gamma, Some(beta), LAYER_NORM_EPS)
+        let (x, gamma, beta) = (x.to_contiguous(), gamma.to_contiguous(), beta.to_contiguous());
+        let shape = x.layout().shape().clone();
+        let out =
+            layer_norm_rows(f32_storage(&x), f32_storage(&gamma), f32_storage(&beta), LAYER_NORM_EPS as f32);
+        FlexTensor::from_data(TensorData::new(out, shape))
     }
 }
 
@@ -88,14 +91,11 @@ impl Backward<Flex, 3> for LayerNormBackward {
         let shape = x.layout().shape().clone();
         let d = gamma.layout().shape()[0];
         let (x, grad, gamma) = (x.to_contiguous(), grad.to_contiguous(), gamma.to_contiguous());
-        let xs = f32_storage(&x);
-        let mut dx = vec![0.0f32; xs.len()];
-        let (dgamma, dbeta) = layer_norm_backward_rows(
-            xs,
+        let (dx, dgamma, dbeta) = layer_norm_backward_rows(
+            f32_storage(&x),
             f32_storage(&grad),
             f32_storage(&gamma),
             LAYER_NORM_EPS as f32,
-            &mut dx,
         );
         let tensor = |v: Vec<f32>, shape| FlexTensor::from_data(TensorData::new(v, shape));
         if let Some(node) = x_node {
@@ -133,38 +133,69 @@ impl<C: CheckpointStrategy> FusedLayerNorm for Autodiff<Flex, C> {
 /// Rows per rayon task of the backward.
 const ROWS_PER_TASK: usize = 64;
 
-/// The layer-norm backward over rows of `γ.len()` features: writes `∂L/∂x` into `dx` and
-/// returns `(∂L/∂γ, ∂L/∂β)` for the upstream gradient `g`. Per row, with `x̂ = (x − μ)·r`,
-/// `r = 1/√(σ² + ε)` and `h = g·γ`: `∂L/∂x = r·(h − mean(h) − x̂·mean(h·x̂))`; `∂L/∂γ = Σ g·x̂`
-/// and `∂L/∂β = Σ g` over rows. The column sums are added task by task in order, so the result
-/// does not depend on how rayon splits the work.
+/// The layer-norm forward over rows of `γ.len()` features: `γ·(x − μ)·r + β` per row, with
+/// `r = 1/√(σ² + ε)` and the variance in two passes (as flex's kernel and the backward), into a
+/// new vector written by parallel tasks (no serial zero-fill; flex's own kernel has one).
+pub fn layer_norm_rows(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32) -> Vec<f32> {
+    let d = gamma.len();
+    assert!(d > 0 && x.len().is_multiple_of(d) && beta.len() == d);
+    let chunk = ROWS_PER_TASK * d;
+    let ([out], _) = par_fill([x.len()], [chunk], 1, |i, [out]| {
+        rows_forward(&x[i * chunk..][..out.len()], gamma, beta, eps, out)
+    });
+    out
+}
+
+avx2_dispatch! {
+    /// The rows of one forward task (see [`rows_forward_body`]).
+    fn rows_forward = rows_forward_body(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, out: &mut [f32])
+}
+
+/// Rows of [`layer_norm_rows`].
+#[inline(always)]
+fn rows_forward_body(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, out: &mut [f32]) {
+    let d = gamma.len();
+    let n = d as f32;
+    let (gamma, beta) = (&gamma[..d], &beta[..d]);
+    for (x, out) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+        let (x, out) = (&x[..d], &mut out[..d]);
+        let mean = lane_sums(x, x, x, |x, _, _| (x, 0.0)).0 / n;
+        let sq = lane_sums(x, x, x, |x, _, _| ((x - mean) * (x - mean), 0.0)).0;
+        let r = 1.0 / (sq / n + eps).sqrt();
+        for i in 0..d {
+            out[i] = (x[i] - mean) * r * gamma[i] + beta[i];
+        }
+    }
+}
+
+/// The layer-norm backward over rows of `γ.len()` features: returns `(∂L/∂x, ∂L/∂γ, ∂L/∂β)`
+/// for the upstream gradient `g`. Per row, with `x̂ = (x − μ)·r`, `r = 1/√(σ² + ε)` and
+/// `h = g·γ`: `∂L/∂x = r·(h − mean(h) − x̂·mean(h·x̂))`; `∂L/∂γ = Σ g·x̂` and `∂L/∂β = Σ g`
+/// over rows. The column sums are added task by task in order, so the result does not depend
+/// on how rayon splits the work.
 pub fn layer_norm_backward_rows(
     x: &[f32],
     g: &[f32],
     gamma: &[f32],
     eps: f32,
-    dx: &mut [f32],
-) -> (Vec<f32>, Vec<f32>) {
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let d = gamma.len();
-    assert!(d > 0 && x.len().is_multiple_of(d) && g.len() == x.len() && dx.len() == x.len());
+    assert!(d > 0 && x.len().is_multiple_of(d) && g.len() == x.len());
     let chunk = ROWS_PER_TASK * d;
-    let partial: Vec<(Vec<f32>, Vec<f32>)> = dx
-        .par_chunks_mut(chunk)
-        .zip(x.par_chunks(chunk).zip(g.par_chunks(chunk)))
-        .map(|(dx, (x, g))| {
-            let mut dgamma = vec![0.0f32; d];
-            let mut dbeta = vec![0.0f32; d];
-            rows_backward(Rows { x, g, gamma, eps, dx, dgamma: &mut dgamma, dbeta: &mut dbeta });
-            (dgamma, dbeta)
-        })
-        .collect();
+    let ([dx], partial) = par_fill([x.len()], [chunk], 1, |i, [dx]| {
+        let (x, g) = (&x[i * chunk..][..dx.len()], &g[i * chunk..][..dx.len()]);
+        let mut dgamma = vec![0.0f32; d];
+        let mut dbeta = vec![0.0f32; d];
+        rows_backward(Rows { x, g, gamma, eps, dx, dgamma: &mut dgamma, dbeta: &mut dbeta });
+        (dgamma, dbeta)
+    });
     let mut dgamma = vec![0.0f32; d];
     let mut dbeta = vec![0.0f32; d];
     for (pg, pb) in partial {
         dgamma.iter_mut().zip(&pg).for_each(|(a, b)| *a += b);
         dbeta.iter_mut().zip(&pb).for_each(|(a, b)| *a += b);
     }
-    (dgamma, dbeta)
+    (dx, dgamma, dbeta)
 }
 
 /// One rayon task of the backward: its rows of `x`, `g` and `dx`, and its column sums.

@@ -96,6 +96,10 @@ pub fn unpatchify(patches: Tensor<4>, grid: PatchGrid) -> Result<Tensor<5>, NnEr
     let x = patches.reshape([b * t, rows, cols, p, p * c]); // [bt, rows, cols, p, p·c]
     let x = x.swap_dims(2, 3); // [bt, rows, p, cols, p·c]
     let x = x.reshape([b, t, rows * p, cols * p, c]); // [b, t, hp, wp, c]
+    if rows * p == grid.height && cols * p == grid.width {
+        // No padding: a whole-tensor slice would cost a zero-fill and a copy in the backward.
+        return Ok(x);
+    }
     Ok(x.slice([0..b, 0..t, 0..grid.height, 0..grid.width, 0..c])) // [b, t, h, w, c]
 }
 

@@ -24,6 +24,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_nn::activation::sigmoid;
+use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::init::{lazy_param, linear, zero_linear};
 use jinn_nn::{
     linear_rows, patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
@@ -415,7 +416,7 @@ impl Lam {
         let recon = unpatchify(pred, self.grid())?; // [b, t−1, h, w, c]
         let [_, _, h, w, c] = videos.dims();
         let target = videos.slice([0..b, 1..t, 0..h, 0..w, 0..c]); // [b, t−1, h, w, c]
-        let mse = (recon.clone() - target).powi_scalar(2).mean();
+        let mse = mean_squared_error(recon.clone(), target);
         let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;
         Ok(LamOutput { recon, indices, emb: out.emb.detach(), loss, mse, q_loss, commitment, hindsight })
     }

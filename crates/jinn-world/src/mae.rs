@@ -16,6 +16,7 @@ use crate::tokenizer::{TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
 use burn::tensor::{Bool, Device, Distribution, Tensor, TensorData};
 use jinn_nn::activation::sigmoid;
+use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::init::lazy_param;
 use jinn_nn::{patchify, unpatchify, AxialTransformer, NnError, PatchGrid};
 use rand::Rng;
@@ -189,7 +190,7 @@ impl MaeTokenizer {
     fn forward_with(&self, videos: Tensor<5>, mask: Option<&[bool]>) -> Result<MaeOutput, NnError> {
         let latents = self.encode_masked(videos.clone(), mask)?; // [b, t, n, l]
         let recon = self.decode(latents.clone())?; // [b, t, h, w, c]
-        let loss = (recon.clone() - videos).powi_scalar(2).mean();
+        let loss = mean_squared_error(recon.clone(), videos);
         Ok(MaeOutput { latents, recon, loss })
     }
 }

@@ -13,6 +13,7 @@
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_nn::activation::sigmoid;
+use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::{
     patchify, unpatchify, AxialBlock, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
     VectorQuantizer, VectorQuantizerConfig, VqOutput,
@@ -361,7 +362,7 @@ impl Tokenizer {
         let (out, [b, t, n]) = self.vq_encode_with(videos.clone(), rng, blocks)?;
         let l = out.z_q.dims()[1];
         let recon = self.decode_latents_with(out.z_q.clone().reshape([b, t, n, l]), blocks)?; // [b, t, h, w, c]
-        let mse = (recon.clone() - videos).powi_scalar(2).mean();
+        let mse = mean_squared_error(recon.clone(), videos);
         let q_loss = out.codebook_loss();
         let commitment = out.commitment_loss();
         let loss = mse.clone() + q_loss.clone() + commitment.clone() * self.vq_beta;

@@ -113,17 +113,54 @@ fn keys_and_values_read_in_place_from_a_longer_buffer_match_the_composite() {
 
 #[test]
 fn masked_weights_are_zero_and_rows_sum_to_one() {
-    let shape = Shape { batch: 2, seq_q: 4, seq_k: 4, kv_stride: 24, width: 6, heads: 2, causal: true };
+    let shape = Shape {
+        batch: 2,
+        seq_q: 4,
+        seq_k: 4,
+        kv_stride: 24,
+        row_stride: 6,
+        width: 6,
+        heads: 2,
+        causal: true,
+    };
     let data = |n: usize, seed: usize| -> Vec<f32> {
         (0..n).map(|i| (((i + seed) * 7919) % 97) as f32 / 40.0 - 1.2).collect()
     };
     let (q, k, v) = (data(48, 1), data(48, 2), data(48, 3));
-    let mut out = vec![0.0; 48];
-    let weights = attention_forward(shape, &q, &k, &v, &mut out);
+    let (out, weights) = attention_forward(shape, &q, &k, &v);
+    assert_eq!(out.len(), 48);
     // Rows of the weights run over (batch, query, head).
     for (r, row) in weights.chunks(4).enumerate() {
         let i = r / 2 % 4;
         assert!(row[i + 1..].iter().all(|w| *w == 0.0), "row {r}: {row:?}");
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6, "row {r}: {row:?}");
     }
+}
+
+/// The packed op on `[q | k | v]` rows against the op on the three parts: value, and the
+/// gradient of the packed input against the three gradients.
+fn assert_packed_matches_separate([batch, seq, m]: [usize; 3], heads: usize, causal: bool) {
+    let device = Device::flex().autodiff();
+    let random = |w| Tensor::<3>::random([batch, seq, w], Distribution::Normal(0.0, 1.5), &device);
+    let (qkv, w) = (random(3 * m).require_grad(), random(m));
+    let packed = attention_packed(qkv.clone(), heads, causal);
+    let grads = (packed.clone() * w.clone()).sum().backward();
+    let d_packed = qkv.grad(&grads).unwrap();
+    let part = |t: Tensor<3>, i: usize| t.slice([0..batch, 0..seq, i * m..(i + 1) * m]);
+    let parts = [0, 1, 2].map(|i| part(qkv.clone().detach(), i));
+    let separate = value_and_grads(attention, &parts, &w, heads, causal);
+    let packed_grads = [0, 1, 2].map(|i| part(d_packed.clone(), i).into_data());
+    let tolerance = Tolerance::absolute(1e-5);
+    packed.into_data().assert_approx_eq::<f32>(&separate[0], tolerance);
+    for (what, (a, b)) in ["dq", "dk", "dv"].iter().zip(packed_grads.iter().zip(&separate[1..])) {
+        assert_eq!(a.shape(), b.shape(), "{what}: shape");
+        a.assert_approx_eq::<f32>(b, tolerance);
+    }
+}
+
+#[test]
+fn packed_self_attention_matches_the_separate_op() {
+    assert_packed_matches_separate([3, 17, 12], 3, false);
+    assert_packed_matches_separate([4, 16, 8], 2, true);
+    assert_packed_matches_separate([2, 1, 8], 4, true);
 }

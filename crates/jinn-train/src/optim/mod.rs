@@ -18,8 +18,11 @@
 //! gradient element. [`clip_global_norm`] does that over a [`GradientsParams`]. Jasmine
 //! itself does not clip (`clip_norm = None` reproduces it).
 
+mod host_adamw;
 pub mod sfd;
 pub mod spectral;
+
+pub use host_adamw::HostAdamW;
 
 use crate::error::{Result, TrainError};
 use burn::module::{Module, ModuleVisitor, Param};
@@ -206,7 +209,12 @@ impl OptimConfig {
     pub fn init_for<M: Module>(&self, model: &M) -> Result<ModuleOptimizer> {
         self.validate()?;
         Ok(match self.optimizer {
-            OptimizerKind::AdamW => self.adamw().init(),
+            OptimizerKind::AdamW => ModuleOptimizer::from(HostAdamW::new(
+                self.beta_1,
+                self.beta_2,
+                self.epsilon,
+                self.weight_decay,
+            )),
             OptimizerKind::Sfd => sfd_optimizer(model, self.adamw().build(), Some(self.spectral_control())),
         })
     }

@@ -1,0 +1,144 @@
+//! Burn's AdamW with its update as one parallel host pass per parameter on the CPU backend.
+//!
+//! Burn 0.22's `AdamW::step` is about fifteen tensor ops per parameter (moments, bias
+//! corrections, square root, division, decay, update), each a single-threaded pass over the
+//! parameter into a new buffer: 5 % of a jasmine-small LAM training step on 2 cores, with the
+//! second core idle. [`HostAdamW`] computes the same formula (the module docs of
+//! [`crate::optim`]) elementwise in one pass shared out to the rayon pool, updating the moment
+//! buffers in place when the optimiser state owns them. Its state is Burn's `AdamWState`, so
+//! checkpoints are the same as with Burn's optimiser either way. Other devices and dtypes (GPU,
+//! bf16) take Burn's step. Written by hand because Burn has no fused optimiser step.
+
+use burn::optim::{AdamW, AdamWConfig, AdamWState, AdaptiveMomentumState, LearningRate, Optimizer};
+use burn::tensor::{Device, Tensor, TensorData};
+use jinn_nn::host_math::runs_on_host;
+use rayon::prelude::*;
+
+/// Elements per rayon task of the update.
+const CHUNK: usize = 16 * 1024;
+
+/// AdamW: Burn's optimiser, with the host update of the module docs on the CPU backend in f32.
+#[derive(Clone)]
+pub struct HostAdamW {
+    burn: AdamW,
+    coefficients: Coefficients,
+}
+
+/// The hyperparameters of the update.
+#[derive(Clone, Copy, Debug)]
+struct Coefficients {
+    beta_1: f32,
+    beta_2: f32,
+    epsilon: f32,
+    weight_decay: f32,
+}
+
+impl HostAdamW {
+    /// AdamW with these hyperparameters (no AMSGrad, no cautious weight decay: options jinn's
+    /// [`crate::optim::OptimConfig`] never sets).
+    pub fn new(beta_1: f32, beta_2: f32, epsilon: f32, weight_decay: f32) -> Self {
+        let burn = AdamWConfig::new()
+            .with_beta_1(beta_1)
+            .with_beta_2(beta_2)
+            .with_epsilon(epsilon)
+            .with_weight_decay(weight_decay)
+            .build();
+        Self { burn, coefficients: Coefficients { beta_1, beta_2, epsilon, weight_decay } }
+    }
+}
+
+impl Optimizer for HostAdamW {
+    type State<const D: usize> = AdamWState<D>;
+
+    fn step<const D: usize>(
+        &self,
+        lr: LearningRate,
+        tensor: Tensor<D>,
+        grad: Tensor<D>,
+        state: Option<Self::State<D>>,
+    ) -> (Tensor<D>, Option<Self::State<D>>) {
+        let host_state = state.as_ref().is_none_or(|s| {
+            let m = &s.momentum;
+            m.max_moment_2.is_none() && runs_on_host(&m.moment_1) && runs_on_host(&m.moment_2)
+        });
+        if !(host_state && runs_on_host(&tensor) && runs_on_host(&grad)) {
+            return self.burn.step(lr, tensor, grad, state);
+        }
+        let (shape, device) = (tensor.shape(), tensor.device());
+        let zeros = || TensorData::new(vec![0.0f32; shape.num_elements()], shape.clone());
+        let (time, m1, m2) = match state {
+            Some(s) => {
+                (s.momentum.time + 1, s.momentum.moment_1.into_data(), s.momentum.moment_2.into_data())
+            }
+            // The first step: zero moments give Burn's initial `(1 − β)·g` and `(1 − β₂)·g²`.
+            None => (1, zeros(), zeros()),
+        };
+        let (mut param, grad, mut m1, mut m2) = (tensor.into_data(), grad.into_data(), m1, m2);
+        let step = Step::new(self.coefficients, lr, time);
+        let slices = (
+            param.as_mut_slice::<f32>(),
+            grad.as_slice::<f32>(),
+            m1.as_mut_slice::<f32>(),
+            m2.as_mut_slice::<f32>(),
+        );
+        let (Ok(param_values), Ok(grads), Ok(first), Ok(second)) = slices else {
+            unreachable!("runs_on_host checked that the parameter, gradient and moments are f32");
+        };
+        param_values
+            .par_chunks_mut(CHUNK)
+            .zip(grads.par_chunks(CHUNK))
+            .zip(first.par_chunks_mut(CHUNK).zip(second.par_chunks_mut(CHUNK)))
+            .for_each(|((p, g), (m1, m2))| step.apply(p, g, m1, m2));
+        let tensor = |data: TensorData| Tensor::<D>::from_data(data, &device);
+        let momentum = AdaptiveMomentumState::new(time, tensor(m1), tensor(m2));
+        (tensor(param), Some(AdamWState::new(momentum)))
+    }
+
+    fn to_device<const D: usize>(state: Self::State<D>, device: &Device) -> Self::State<D> {
+        AdamW::to_device(state, device)
+    }
+}
+
+/// The scalars of one update at step `t`, rounded to f32 as Burn's ops round them.
+#[derive(Clone, Copy)]
+struct Step {
+    beta_1: f32,
+    beta_2: f32,
+    epsilon: f32,
+    /// `1 − β₁^t`, `1 − β₂^t`.
+    correction_1: f32,
+    correction_2: f32,
+    /// `1 − lr·wd` (1 without weight decay).
+    keep: f32,
+    lr: f32,
+}
+
+impl Step {
+    fn new(c: Coefficients, lr: LearningRate, time: usize) -> Self {
+        let t = time as i32;
+        Self {
+            beta_1: c.beta_1,
+            beta_2: c.beta_2,
+            epsilon: c.epsilon,
+            correction_1: 1.0 - c.beta_1.powi(t),
+            correction_2: 1.0 - c.beta_2.powi(t),
+            keep: (1.0 - lr * c.weight_decay as f64) as f32,
+            lr: lr as f32,
+        }
+    }
+
+    /// `m₁ ← β₁·m₁ + (1 − β₁)·g`, `m₂ ← β₂·m₂ + (1 − β₂)·g²`,
+    /// `p ← p·(1 − lr·wd) − lr·(m₁/c₁)/(√(m₂/c₂) + ε)` elementwise.
+    fn apply(&self, p: &mut [f32], g: &[f32], m1: &mut [f32], m2: &mut [f32]) {
+        let (f1, f2) = (1.0 - self.beta_1, 1.0 - self.beta_2);
+        for (((p, &g), m1), m2) in p.iter_mut().zip(g).zip(m1.iter_mut()).zip(m2.iter_mut()) {
+            *m1 = *m1 * self.beta_1 + g * f1;
+            *m2 = *m2 * self.beta_2 + g * g * f2;
+            let delta = (*m1 / self.correction_1) / ((*m2 / self.correction_2).sqrt() + self.epsilon);
+            *p = *p * self.keep - delta * self.lr;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
