@@ -9,7 +9,8 @@
 //! checkpoints are the same as with Burn's optimiser either way. Other devices and dtypes (GPU,
 //! bf16) take Burn's step. Written by hand because Burn has no fused optimiser step.
 
-use burn::optim::{AdamW, AdamWConfig, AdamWState, AdaptiveMomentumState, LearningRate, Optimizer};
+use super::OptimConfig;
+use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, LearningRate, Optimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use jinn_nn::host_math::runs_on_host;
 use rayon::prelude::*;
@@ -34,16 +35,14 @@ struct Coefficients {
 }
 
 impl HostAdamW {
-    /// AdamW with these hyperparameters (no AMSGrad, no cautious weight decay: options jinn's
-    /// [`crate::optim::OptimConfig`] never sets).
-    pub fn new(beta_1: f32, beta_2: f32, epsilon: f32, weight_decay: f32) -> Self {
-        let burn = AdamWConfig::new()
-            .with_beta_1(beta_1)
-            .with_beta_2(beta_2)
-            .with_epsilon(epsilon)
-            .with_weight_decay(weight_decay)
-            .build();
-        Self { burn, coefficients: Coefficients { beta_1, beta_2, epsilon, weight_decay } }
+    /// AdamW with `config`'s hyperparameters (no AMSGrad, no cautious weight decay: options
+    /// [`OptimConfig`] never sets).
+    pub fn new(config: &OptimConfig) -> Self {
+        let OptimConfig { beta_1, beta_2, epsilon, weight_decay, .. } = *config;
+        Self {
+            burn: config.adamw().build(),
+            coefficients: Coefficients { beta_1, beta_2, epsilon, weight_decay },
+        }
     }
 }
 

@@ -209,12 +209,7 @@ impl OptimConfig {
     pub fn init_for<M: Module>(&self, model: &M) -> Result<ModuleOptimizer> {
         self.validate()?;
         Ok(match self.optimizer {
-            OptimizerKind::AdamW => ModuleOptimizer::from(HostAdamW::new(
-                self.beta_1,
-                self.beta_2,
-                self.epsilon,
-                self.weight_decay,
-            )),
+            OptimizerKind::AdamW => ModuleOptimizer::from(HostAdamW::new(self)),
             OptimizerKind::Sfd => sfd_optimizer(model, self.adamw().build(), Some(self.spectral_control())),
         })
     }

@@ -21,13 +21,8 @@ fn steps_match_burns_adamw_parameters_and_moments() {
     // [130, 300]: 39 000 elements, three rayon tasks, the last one partial.
     let shape = [130, 300];
     for weight_decay in [0.0, 1e-2] {
-        let host = HostAdamW::new(beta_1, beta_2, epsilon, weight_decay);
-        let burn = AdamWConfig::new()
-            .with_beta_1(beta_1)
-            .with_beta_2(beta_2)
-            .with_epsilon(epsilon)
-            .with_weight_decay(weight_decay)
-            .build();
+        let config = OptimConfig { beta_1, beta_2, epsilon, weight_decay, ..OptimConfig::default() };
+        let (host, burn) = (HostAdamW::new(&config), config.adamw().build());
         let start = Tensor::<2>::random(shape, Distribution::Normal(0.0, 1.0), &device);
         let (mut p_host, mut p_burn) = (start.clone(), start);
         let (mut s_host, mut s_burn) = (None, None);
@@ -53,13 +48,8 @@ fn steps_match_burns_adamw_parameters_and_moments() {
 fn a_burn_state_continues_on_the_host_path() {
     // A checkpoint written by Burn's AdamW resumes under the host optimiser (same state type).
     let device = Device::flex();
-    let host = HostAdamW::new(0.9, 0.9, 1e-8, 1e-4);
-    let burn = AdamWConfig::new()
-        .with_beta_1(0.9)
-        .with_beta_2(0.9)
-        .with_epsilon(1e-8)
-        .with_weight_decay(1e-4)
-        .build();
+    let config = OptimConfig::default();
+    let (host, burn) = (HostAdamW::new(&config), config.adamw().build());
     let p = Tensor::<1>::random([500], Distribution::Normal(0.0, 1.0), &device);
     let g = Tensor::<1>::random([500], Distribution::Normal(0.0, 1.0), &device);
     let (p, state) = burn.step(1e-3, p, g.clone(), None);
