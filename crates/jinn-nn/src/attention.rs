@@ -3,8 +3,9 @@
 //! Separate Q, K, V projections `M → (H, M/H)` and an output projection `(H, M/H) → M`, all
 //! with bias; scores `q·kᵀ / sqrt(M/H)`, softmax, weighted sum of V; optional causal mask. No
 //! QK-norm, no RoPE, no dropout (Jasmine's dropout is a no-op). On the CPU backend in f32 the
-//! attention is [`crate::host_attention`]'s fused op, trained too; elsewhere Burn's
-//! `burn::tensor::module::attention` ([`attend`]).
+//! attention is [`crate::host_attention`]'s fused op, trained too, and self-attention projects
+//! Q, K and V in one matmul over the three weights side by side (the parameters stay three
+//! layers); elsewhere Burn's `burn::tensor::module::attention` ([`attend`]).
 //!
 //! For KV caches, [`MultiHeadAttention::project_rows`] / [`MultiHeadAttention::project_qkv`]
 //! and [`MultiHeadAttention::attend_projected`] / [`attend`] are public, so a decoder can project
@@ -307,6 +308,40 @@ mod tests {
         assert!(gx.iter().all(|v| v.is_finite()) && gx.iter().any(|v| *v != 0.0));
         let gw = to_vec(mha.query.weight.val().grad(&grads).unwrap());
         assert!(gw.iter().all(|v| v.is_finite()) && gw.iter().any(|v| *v != 0.0));
+    }
+
+    #[test]
+    fn packed_projection_gradients_equal_the_separate_path() {
+        // `forward` projects Q, K and V with one concatenated weight on the CPU; every
+        // projection's weight and bias gradient, and the input's, must be those of three layers.
+        let device = Device::flex().autodiff();
+        for causal in [false, true] {
+            let mha = MultiHeadAttentionConfig::new(12, 3).with_causal(causal).init(&device).unwrap();
+            let x = Tensor::<3>::random([2, 5, 12], Distribution::Normal(0.0, 1.0), &device);
+            let w = Tensor::<3>::random([2, 5, 12], Distribution::Normal(0.0, 1.0), &device);
+            let grads_of = |packed: bool| {
+                let x = x.clone().detach().require_grad();
+                let y = if packed {
+                    mha.forward(x.clone())
+                } else {
+                    mha.attend_rows(x.clone(), x.clone(), causal)
+                };
+                let grads = (y * w.clone()).sum().backward();
+                let mut all = vec![to_vec(x.grad(&grads).unwrap())];
+                for layer in [&mha.query, &mha.key, &mha.value] {
+                    all.push(to_vec(layer.weight.val().grad(&grads).unwrap()));
+                    all.push(to_vec(layer.bias.as_ref().unwrap().val().grad(&grads).unwrap()));
+                }
+                all
+            };
+            let (packed, separate) = (grads_of(true), grads_of(false));
+            for (i, (gp, gs)) in packed.iter().zip(&separate).enumerate() {
+                assert_eq!(gp.len(), gs.len(), "gradient {i}: length");
+                for (a, b) in gp.iter().zip(gs) {
+                    assert!((a - b).abs() < 1e-4, "causal {causal}, gradient {i}: {a} vs {b}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! 17 tokens) almost none of that time is arithmetic. [`attention`] reads the queries, keys and
 //! values in the projections' own layout `[batch, seq, heads·head_dim]`, computes every head of
 //! a batch entry in one pass (scores, softmax, weighted sum), keeps the attention weights for
-//! the backward, and writes its output in the layout the output projection reads. GPU backends
-//! keep Burn's op ([`crate::attention::attend`]).
+//! the backward, and writes its output in the layout the output projection reads.
+//! [`attention_packed`] does the same on one projection's packed `[q | k | v]` rows and returns
+//! their gradient as one tensor. GPU backends keep Burn's op ([`crate::attention::attend`]).
 //!
 //! Written by hand because Burn's autodiff has no fused attention backward.
 
