@@ -29,6 +29,7 @@ pub mod patch;
 pub mod position;
 pub mod reversible;
 pub mod vq;
+pub mod warm_pool;
 
 #[cfg(test)]
 mod params;

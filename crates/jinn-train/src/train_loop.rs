@@ -24,6 +24,7 @@ use crate::metrics_log::{MetricRecord, RunLogger};
 use crate::optim::clip_global_norm;
 use burn::module::Module;
 use burn::optim::GradientsParams;
+use jinn_nn::warm_pool::WarmPool;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -245,7 +246,11 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
             logged: every(train.log_every, step + 1) || step + 1 == end,
         };
         let started = Instant::now();
-        let mut metrics = task.train_step(&ctx)?;
+        let mut metrics = {
+            // The other pool threads poll for the step's parallel ops instead of sleeping.
+            let _warm = WarmPool::new();
+            task.train_step(&ctx)?
+        };
         let step_time = started.elapsed();
         step += 1;
         if let (Some(g), true) = (group, ctx.logged) {

@@ -103,6 +103,8 @@ pub fn sample_diffusion(
             reason: format!("must be in [0, 1], got {}", cfg.context_noise),
         });
     }
+    // The other pool threads poll for the rollout's parallel ops instead of sleeping.
+    let _warm = jinn_nn::warm_pool::WarmPool::new();
     let device = context.device();
     let k_ctx = context_level(cfg.context_noise, k_levels);
     let mut state = State {

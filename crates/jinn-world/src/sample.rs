@@ -118,6 +118,8 @@ pub fn sample(
             reason: format!("must be ≥ 0, got {}", cfg.temperature),
         });
     }
+    // The other pool threads poll for the rollout's many small parallel ops instead of sleeping.
+    let _warm = jinn_nn::warm_pool::WarmPool::new();
     let context_host: Vec<i64> = context.clone().try_into_vec_as::<i64>().expect("integer tensor data");
     let v = dynamics.num_codes();
     if let Some(bad) = context_host.iter().find(|&&tok| tok < 0 || tok as usize >= v) {

@@ -11,6 +11,7 @@ use crate::device::DeviceSpec;
 use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
+use jinn_nn::warm_pool::WarmPool;
 use jinn_train::config::TrainConfig;
 use jinn_train::train_loop::{StepContext, TrainTask};
 use std::path::PathBuf;
@@ -53,6 +54,13 @@ pub struct TrainBenchArgs {
     /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
     #[arg(long, default_value = "cpu")]
     pub device: DeviceSpec,
+    /// Jasmine's step time measured on this host, ms (README, "Jasmine on the same host"):
+    /// the step is then also compared with it, against the issue's speed-up.
+    #[arg(long, value_name = "MS")]
+    pub jasmine_ms: Option<f64>,
+    /// Jasmine's peak RSS measured on this host, MB (with `--jasmine-ms`).
+    #[arg(long, value_name = "MB", requires = "jasmine_ms")]
+    pub jasmine_mb: Option<f64>,
 }
 
 /// The figures a task's step time and peak memory are compared with.
@@ -95,6 +103,11 @@ const DYNAMICS: Reference = Reference {
 pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
     if a.steps == 0 {
         bail!("--steps must be ≥ 1");
+    }
+    for (flag, value) in [("--jasmine-ms", a.jasmine_ms), ("--jasmine-mb", a.jasmine_mb)] {
+        if value.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+            bail!("{flag} must be a positive number, got {}", value.unwrap_or_default());
+        }
     }
     // Measured before the task exists, so its data loader's threads do not compete.
     let peak_gflops = roofline::matmul_peak_gflops(&a.device.device(), Duration::from_secs(1));
@@ -145,7 +158,11 @@ fn time_steps<T: TrainTask>(
             logged: false,
         };
         let t = Instant::now();
-        let metrics = task.train_step(&ctx)?;
+        let metrics = {
+            // As in the training loop: the other pool threads poll instead of sleeping.
+            let _warm = WarmPool::new();
+            task.train_step(&ctx)?
+        };
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let loss = metrics.get("loss").copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
@@ -179,10 +196,29 @@ fn time_steps<T: TrainTask>(
         median / jasmine_ms,
         peak_mb / jasmine_mb
     );
+    if let Some(measured_ms) = a.jasmine_ms {
+        print_same_host(median, peak_mb, measured_ms, a.jasmine_mb.unwrap_or(jasmine_mb), reference);
+    }
     if let Some(macs) = macs {
         roofline::print(macs, median, peak_gflops, target_ms);
     }
     Ok(())
+}
+
+/// The step against Jasmine measured on this host (`--jasmine-ms`, `--jasmine-mb`), judged by
+/// the issue's ratios (its targets over Jasmine's figures) instead of absolute times.
+fn print_same_host(median: f64, peak_mb: f64, jasmine_ms: f64, jasmine_mb: f64, r: &Reference) {
+    let (time, memory) = (median / jasmine_ms, peak_mb / jasmine_mb);
+    let (max_time, max_memory) = (r.target_ms / r.jasmine_ms, r.target_mb / r.jasmine_mb);
+    let verdict = |ratio: f64, max: f64| if ratio <= max { "meets" } else { "misses" };
+    println!(
+        "vs Jasmine on this host ({jasmine_ms:.0} ms, {jasmine_mb:.0} MB): time ×{time:.2} ({:.1}× \
+         faster; issue {} asks ≤ ×{max_time:.2}: {}), memory ×{memory:.2} (≤ ×{max_memory:.2}: {})",
+        1.0 / time,
+        r.issue,
+        verdict(time, max_time),
+        verdict(memory, max_memory)
+    );
 }
 
 /// A small breakout dataset (train split only) of the tokenizer config's frame size in `dir`.
