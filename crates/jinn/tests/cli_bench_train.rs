@@ -1,6 +1,7 @@
 //! `jinn bench train --task lam|dynamics` at tiny sizes: the figures are printed, parse, and
 //! agree with each other (percentiles ordered, ratios = figure / reference, step rate and floor
-//! = matmul work / time and / peak); a bad `--task` is a clear clap error.
+//! = matmul work / time and / peak); `--jasmine-ms/--jasmine-mb` add a same-host line whose
+//! verdicts follow its ratios; a bad `--task` or Jasmine figure is a clear error.
 
 use std::process::{Command, Output};
 
@@ -38,13 +39,21 @@ fn ratio(out: &str, prefix: &str, label: &str) -> f64 {
     number.parse().unwrap_or_else(|e| panic!("`{number}` in `{line}`: {e}"))
 }
 
-/// Run one tiny benchmark with `sets` overrides and check its figures against the (ms, MB) of
-/// the `target` and of `jasmine`.
-fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64)) {
+/// Run one tiny benchmark with `sets` overrides and `extra` flags, check its figures against
+/// the (ms, MB) of the `target` and of `jasmine`, and return the output with the median ms and
+/// the peak MB it printed.
+fn check_bench(
+    task: &str,
+    sets: &[&str],
+    extra: &[&str],
+    target: (f64, f64),
+    jasmine: (f64, f64),
+) -> (String, f64, f64) {
     let mut args = vec!["bench", "train", "--task", task, "--steps", "2", "--warmup", "0"];
     for s in sets {
         args.extend(["--set", s]);
     }
+    args.extend(extra);
     let o = jinn(&args);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
@@ -81,17 +90,55 @@ fn check_bench(task: &str, sets: &[&str], target: (f64, f64), jasmine: (f64, f64
     assert!(close(floor[0], gflop / peak_rate * 1e3), "floor: {out}");
     assert!((floor[1] - target.0.round()).abs() < 1e-9, "floor target: {out}");
     assert!(close(floor[2], gflop / (target.0 / 1e3)), "rate the target needs: {out}");
+    (out, median, peak)
 }
+
+/// The LAM bench config at a tiny size.
+#[rustfmt::skip]
+const TINY_LAM: [&str; 11] = [
+    "model.height=16", "model.width=16", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
+    "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "model.latent_dim=8",
+    "train.batch_size=1", "data.seq_len=2",
+];
 
 #[test]
 fn lam_bench_prints_consistent_figures() {
-    #[rustfmt::skip]
-    let sets = [
-        "model.height=16", "model.width=16", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
-        "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "model.latent_dim=8",
-        "train.batch_size=1", "data.seq_len=2",
-    ];
-    check_bench("lam", &sets, (350.0 / 3.0, 480.0), (350.0, 1200.0));
+    let (out, ..) = check_bench("lam", &TINY_LAM, &[], (350.0 / 3.0, 480.0), (350.0, 1200.0));
+    assert!(!out.contains("on this host"), "no same-host line without --jasmine-ms: {out}");
+}
+
+#[test]
+fn a_same_host_jasmine_measurement_is_judged_by_the_issue_ratios() {
+    // A tiny step against made-up Jasmine figures: 0.6 ms and 9 MB (the step is slower than a
+    // third of that and the process larger than 0.4×: both verdicts "misses"), then 600 s and
+    // 9 TB (both "meets"). The verdicts must follow the printed ratios.
+    for (ms, mb) in [("0.6", "9"), ("600000", "9000000")] {
+        let extra = ["--jasmine-ms", ms, "--jasmine-mb", mb];
+        let (out, median, peak) =
+            check_bench("lam", &TINY_LAM, &extra, (350.0 / 3.0, 480.0), (350.0, 1200.0));
+        let prefix = "vs Jasmine on this host";
+        let (ms, mb): (f64, f64) = (ms.parse().unwrap(), mb.parse().unwrap());
+        let (time, memory) = (ratio(&out, prefix, "time"), ratio(&out, prefix, "memory"));
+        assert!((time - median / ms).abs() <= 0.005 * (median / ms).max(1.0), "time ratio: {out}");
+        assert!((memory - peak / mb).abs() <= 0.005 * (peak / mb).max(1.0), "memory ratio: {out}");
+        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap();
+        let verdicts: Vec<&str> = line.matches("meets").chain(line.matches("misses")).collect();
+        assert_eq!(verdicts.len(), 2, "{line}");
+        let fast = median / ms <= 1.0 / 3.0;
+        let lean = peak / mb <= 0.4;
+        assert_eq!(line.contains("asks ≤ ×0.33: meets"), fast, "{line}");
+        assert_eq!(line.contains("(≤ ×0.40: meets)"), lean, "{line}");
+    }
+}
+
+#[test]
+fn bad_jasmine_figures_are_refused_naming_the_flag() {
+    let o = jinn(&["bench", "train", "--task", "lam", "--jasmine-ms", "0"]);
+    let out = text(&o);
+    assert!(!o.status.success() && out.contains("--jasmine-ms must be a positive number, got 0"), "{out}");
+    let o = jinn(&["bench", "train", "--task", "lam", "--jasmine-mb", "900"]);
+    let out = text(&o);
+    assert!(!o.status.success() && out.contains("--jasmine-ms"), "memory without time: {out}");
 }
 
 #[test]
@@ -114,7 +161,7 @@ fn dynamics_bench_prints_consistent_figures() {
             .map(String::from),
     );
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    check_bench("dynamics", &sets, (440.0 / 3.0, 480.0), (440.0, 1200.0));
+    check_bench("dynamics", &sets, &[], (440.0 / 3.0, 480.0), (440.0, 1200.0));
 }
 
 #[test]
