@@ -197,7 +197,7 @@ fn time_steps<T: TrainTask>(
         peak_mb / jasmine_mb
     );
     if let Some(measured_ms) = a.jasmine_ms {
-        print_same_host(median, peak_mb, measured_ms, a.jasmine_mb.unwrap_or(jasmine_mb), reference);
+        print_same_host(median, peak_mb, measured_ms, a.jasmine_mb, reference);
     }
     if let Some(macs) = macs {
         roofline::print(macs, median, peak_gflops, target_ms);
@@ -205,20 +205,30 @@ fn time_steps<T: TrainTask>(
     Ok(())
 }
 
-/// The step against Jasmine measured on this host (`--jasmine-ms`, `--jasmine-mb`), judged by
-/// the issue's ratios (its targets over Jasmine's figures) instead of absolute times.
-fn print_same_host(median: f64, peak_mb: f64, jasmine_ms: f64, jasmine_mb: f64, r: &Reference) {
-    let (time, memory) = (median / jasmine_ms, peak_mb / jasmine_mb);
-    let (max_time, max_memory) = (r.target_ms / r.jasmine_ms, r.target_mb / r.jasmine_mb);
+/// The step against Jasmine measured on this host (`--jasmine-ms`, and `--jasmine-mb` when
+/// given), judged by the issue's ratios (its targets over Jasmine's figures) instead of
+/// absolute times.
+fn print_same_host(median: f64, peak_mb: f64, jasmine_ms: f64, jasmine_mb: Option<f64>, r: &Reference) {
     let verdict = |ratio: f64, max: f64| if ratio <= max { "meets" } else { "misses" };
-    println!(
-        "vs Jasmine on this host ({jasmine_ms:.0} ms, {jasmine_mb:.0} MB): time ×{time:.2} ({:.1}× \
-         faster; issue {} asks ≤ ×{max_time:.2}: {}), memory ×{memory:.2} (≤ ×{max_memory:.2}: {})",
-        1.0 / time,
+    let (time, max_time) = (median / jasmine_ms, r.target_ms / r.jasmine_ms);
+    let speed = match time <= 1.0 {
+        true => format!("{:.1}× faster", 1.0 / time),
+        false => format!("{time:.1}× slower"),
+    };
+    let mut line = format!(
+        "vs Jasmine on this host ({jasmine_ms} ms): time ×{time:.2} ({speed}; issue {} asks ≤ \
+         ×{max_time:.2}: {})",
         r.issue,
-        verdict(time, max_time),
-        verdict(memory, max_memory)
+        verdict(time, max_time)
     );
+    if let Some(jasmine_mb) = jasmine_mb {
+        let (memory, max_memory) = (peak_mb / jasmine_mb, r.target_mb / r.jasmine_mb);
+        line += &format!(
+            ", memory ×{memory:.2} of its {jasmine_mb} MB (≤ ×{max_memory:.2}: {})",
+            verdict(memory, max_memory)
+        );
+    }
+    println!("{line}");
 }
 
 /// A small breakout dataset (train split only) of the tokenizer config's frame size in `dir`.
