@@ -32,6 +32,12 @@ pub struct GenieWorld {
     data: Option<PathBuf>,
     sampler: SamplerConfig,
     device: Device,
+    /// Where the model runs. The server calls [`WorldModel`] from its blocking threads, which
+    /// are not rayon threads: every parallel op of a frame would be handed to rayon's global
+    /// pool and waited for, and its idle threads would sleep between ops. Inside `pool.install`
+    /// the frame runs on a pool thread that works on its own ops, with the other threads kept
+    /// awake for the rollout (`WarmPool`). `None` when no pool could be built.
+    pool: Option<rayon::ThreadPool>,
 }
 
 /// One session: the token history and the actions taken so far.
@@ -91,7 +97,16 @@ impl GenieWorld {
             data: data.map(Path::to_path_buf),
             sampler,
             device,
+            pool: rayon::ThreadPoolBuilder::new().thread_name(|i| format!("jinn-play-{i}")).build().ok(),
         })
+    }
+
+    /// `job` on the model's compute pool (see [`GenieWorld::pool`]).
+    fn on_pool<R: Send>(&self, job: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(job),
+            None => job(),
+        }
     }
 
     /// Frames as a `[1, T, H, W, C]` tensor in `[0, 1]`.
@@ -148,6 +163,17 @@ impl WorldModel for GenieWorld {
     }
 
     fn start(&self, frames: &[Frame]) -> Result<WorldState, ModelError> {
+        self.on_pool(|| self.start_session(frames))
+    }
+
+    fn step(&self, state: &mut WorldState, action: u32) -> Result<Frame, ModelError> {
+        self.on_pool(|| self.next_frame(state, action))
+    }
+}
+
+impl GenieWorld {
+    /// [`WorldModel::start`]: encode the start frames into a new session.
+    fn start_session(&self, frames: &[Frame]) -> Result<WorldState, ModelError> {
         if frames.is_empty() || frames.len() > self.info.max_start_frames {
             return Err(ModelError::BadInput(format!(
                 "{} start frames; expected 1..={}",
@@ -163,7 +189,8 @@ impl WorldModel for GenieWorld {
         Ok(WorldState::new(Session { tokens, actions, steps: 0 }))
     }
 
-    fn step(&self, state: &mut WorldState, action: u32) -> Result<Frame, ModelError> {
+    /// [`WorldModel::step`]: sample the frame that follows `action` and append it to the session.
+    fn next_frame(&self, state: &mut WorldState, action: u32) -> Result<Frame, ModelError> {
         let session = state.expect_mut::<Session>()?;
         let n = self.tokens_per_frame;
         let have = session.tokens.len() / n;
