@@ -125,6 +125,23 @@ mod tests {
     }
 
     #[test]
+    fn the_poller_stays_parked_on_the_other_thread_until_the_guard_drops() {
+        pool(2).install(|| {
+            let warm = WarmPool::new();
+            let shared = std::sync::Arc::clone(&warm.shared);
+            // This thread does not enter rayon meanwhile, so the poller can only have been taken
+            // by the other thread, and it must still be polling there (not returned).
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert_eq!(warm.live_pollers(), 1, "the poller returned while the guard lives");
+            // Work pushed now is run (partly) by the polling thread, and the results are exact.
+            let squares: u64 = (0..10_000u64).into_par_iter().map(|v| v * v).sum();
+            assert_eq!(squares, (0..10_000u64).map(|v| v * v).sum::<u64>());
+            drop(warm);
+            assert_eq!(shared.live.load(std::sync::atomic::Ordering::Acquire), 0);
+        });
+    }
+
+    #[test]
     fn nested_guards_and_repeated_guards_finish() {
         pool(2).install(|| {
             for _ in 0..50 {
