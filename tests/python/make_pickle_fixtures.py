@@ -59,6 +59,18 @@ CASES = {
         False,
     ),
     "actions_none": (dict(record(2), actions=None, video_file_name=None), False),
+    # Every other integer dtype NumPy writes; CoinRun's generator stores gym3's int32 actions.
+    "actions_i32": (record(3, np.array([0, 14, -2**31], dtype=np.int32)), True),
+    "actions_i16": (record(2, np.array([-2**15, 2**15 - 1], dtype=np.int16)), True),
+    "actions_u16": (record(2, np.array([0, 2**16 - 1], dtype=np.uint16)), True),
+    "actions_u32": (record(2, np.array([7, 2**32 - 1], dtype=np.uint32)), True),
+    "actions_u64": (record(2, np.array([3, 2**63 - 1], dtype=np.uint64)), True),
+    "big_endian_i32": (record(2, np.array([5, -6], dtype=">i4")), False),
+    "big_endian_u16": (record(2, np.array([5, 65000], dtype=">u2")), False),
+    # sequence_length as a NumPy scalar (e.g. a length taken from an array).
+    "seq_len_np_int64": (dict(record(3, np.array([1, 2, 3], dtype=np.int64)), sequence_length=np.int64(3)), False),
+    "seq_len_np_uint32": (dict(record(2), sequence_length=np.uint32(2)), False),
+    "np_scalar_extra_keys": (dict(record(1), fps=np.float32(10.0), done=np.bool_(True), step=np.int8(-1)), False),
     "big_endian": (record(2, np.array([1, -2**40], dtype=">i8")), False),
     "fortran_2d": (record(3, np.asfortranarray(np.arange(6, dtype=np.int64).reshape(3, 2))), False),
     "fortran_2d_i8": (record(3, np.asfortranarray(np.arange(-3, 3, dtype=np.int8).reshape(3, 2))), False),
@@ -97,7 +109,10 @@ HOSTILE = {
     "missing_raw_video": ({"sequence_length": 1}, "raw_video"),
     "actions_list": ({"raw_video": b"", "sequence_length": 1, "actions": [1]}, "EMPTY_LIST"),
     "actions_f32": ({"raw_video": b"", "sequence_length": 1, "actions": np.zeros(1, np.float32)}, "actions"),
-    "actions_i32": ({"raw_video": b"", "sequence_length": 1, "actions": np.zeros(1, np.int32)}, "actions"),
+    "actions_u64_too_large": (
+        {"raw_video": b"", "sequence_length": 1, "actions": np.array([2**63], np.uint64)}, "does not fit in int64"
+    ),
+    "seq_len_np_float": ({"raw_video": b"", "sequence_length": np.float64(1.0)}, "sequence_length"),
     "actions_3d": ({"raw_video": b"", "sequence_length": 1, "actions": np.zeros((1, 1, 1), np.int64)}, "actions"),
     "name_bytes": ({"raw_video": b"", "sequence_length": 1, "video_file_name": b"a"}, "video_file_name"),
     "not_a_dict": ((1, 2), "dict"),
@@ -137,9 +152,9 @@ def expected(d):
         "raw_video_len": len(raw),
         "raw_video_checksum": checksum(raw),
         "raw_video_hex": raw.hex() if len(raw) <= 1024 else None,
-        "sequence_length": d["sequence_length"],
+        "sequence_length": int(d["sequence_length"]),
         "actions": None if a is None else {
-            "dtype": {"int64": "I64", "int8": "I8", "uint8": "U8"}[a.dtype.name],
+            "dtype": a.dtype.name.replace("uint", "U").replace("int", "I"),
             "shape": list(a.shape),
             "len": len(values),
             "checksum": checksum(values),

@@ -2,20 +2,46 @@
 //! every record's length, and decoding of frame windows with full validation.
 //!
 //! Record lengths come from `metadata.json` (jinn writes them per file) or, for datasets
-//! written elsewhere (Jasmine's), from one parallel scan whose result is cached next to the
-//! files in `.jinn_index.json` (keyed by file name and size, so a changed file is rescanned).
+//! written elsewhere (Jasmine's), from one parallel scan whose result is cached in
+//! `.jinn_index.json` (keyed by file name and size, so a changed file is rescanned): next to the
+//! files when that directory is writable, else in [`index_cache_dir`] under a name derived
+//! from the directory's path.
 
 use crate::array_record::ArrayRecordReader;
 use crate::atomic_file::write_atomically;
 use crate::episode::{ActionArray, EpisodeRecord, FrameShape};
 use crate::error::{DataError, Result};
-use crate::metadata::DatasetMetadata;
+use crate::metadata::{DatasetMetadata, METADATA_FILE};
 use crate::pickle::{decode_episode, decode_episode_borrowed};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// File name of the record-length cache written for datasets without per-file lengths.
 pub const INDEX_CACHE_FILE: &str = ".jinn_index.json";
+
+/// Where record-length caches of read-only dataset directories go: `$JINN_CACHE_DIR/index`,
+/// else `$XDG_CACHE_HOME/jinn/index`, else `$HOME/.cache/jinn/index`; `None` when none is set.
+pub fn index_cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let base = var("JINN_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("jinn")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache/jinn")))?;
+    Some(base.join("index"))
+}
+
+/// The record-length cache files for the split directory `root`: next to its files, then in
+/// [`index_cache_dir`] (named after a hash of the absolute path, so splits never collide).
+pub fn index_cache_paths(root: &Path) -> Vec<PathBuf> {
+    use highway::{HighwayHash, HighwayHasher, Key};
+    let mut paths = vec![root.join(INDEX_CACHE_FILE)];
+    if let Some(dir) = index_cache_dir() {
+        let absolute = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let hash = HighwayHasher::new(Key([0; 4])).hash64(absolute.as_os_str().as_encoded_bytes());
+        let name = file_name(&absolute);
+        paths.push(dir.join(format!("{name}-{hash:016x}.json")));
+    }
+    paths
+}
 
 /// A record long enough to sample from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,17 +87,22 @@ impl Dataset {
             None => None,
         };
         let shape = shape.or_else(|| metadata.as_ref().and_then(|m| m.frame_shape())).ok_or_else(|| {
+            let which = match &metadata_path {
+                Some(p) => {
+                    format!("{} records no frame shape (Jasmine's generators write none)", p.display())
+                }
+                None => format!("{} has no {METADATA_FILE} here or in its parent", root.display()),
+            };
             DataError::invalid(
-                "--frame-shape",
+                "frame shape",
                 format!(
-                    "{} has no metadata.json with height/width/channels (looked in the directory and its \
-                     parent); pass the frame shape, e.g. --frame-shape 64x64x3",
-                    root.display()
+                    "{which}; the frame shape comes from the model config (model.height, model.width, \
+                     model.channels) or, on data commands, from --frame-shape HxWxC (e.g. 64x64x3)"
                 ),
             )
         })?;
         if shape.frame_bytes() == 0 {
-            return Err(DataError::invalid("--frame-shape", format!("{shape:?} has a zero dimension")));
+            return Err(DataError::invalid("frame shape", format!("{shape:?} has a zero dimension")));
         }
         let files = paths.iter().map(|p| ArrayRecordReader::open(p)).collect::<Result<Vec<_>>>()?;
         let listed = metadata.as_ref().zip(metadata_path.as_deref().and_then(Path::parent));
@@ -89,7 +120,13 @@ impl Dataset {
             })
             .filter(|r| r.len as usize >= min_len.max(1))
             .collect();
-        Ok(Dataset { root, files, shape, records, total_records, metadata })
+        let dataset = Dataset { root, files, shape, records, total_records, metadata };
+        // Lengths from metadata or the cache decoded nothing: a wrong frame shape fails here, not
+        // in the middle of a run.
+        if let Some(f) = dataset.files.iter().position(|r| !r.is_empty()) {
+            dataset.read_record(f, 0)?;
+        }
+        Ok(dataset)
     }
 
     /// Directory holding the files.
@@ -159,7 +196,7 @@ impl Dataset {
         let fail = |reason: String| DataError::Record { path: reader.path().to_path_buf(), index, reason };
         let episode = decode_episode_borrowed(scratch).map_err(|e| fail(e.to_string()))?;
         let shape = self.shape;
-        check_sizes(episode.raw_video.len(), episode.sequence_length, episode.actions.as_ref(), shape)
+        check_record(&episode.raw_video, episode.sequence_length, episode.actions.as_ref(), shape)
             .map_err(fail)?;
         if start + len > episode.sequence_length {
             return Err(fail(format!(
@@ -184,22 +221,27 @@ impl Dataset {
 
 /// Check a decoded record's sizes against the frame shape; returns what was wrong.
 pub fn validate_record(e: &EpisodeRecord, shape: FrameShape) -> std::result::Result<(), String> {
-    check_sizes(e.raw_video.len(), e.sequence_length, e.actions.as_ref(), shape)
+    check_record(&e.raw_video, e.sequence_length, e.actions.as_ref(), shape)
 }
 
 /// The size checks of [`validate_record`] on a record's parts (owned or borrowed).
-fn check_sizes(
-    video_bytes: usize,
+fn check_record(
+    video: &[u8],
     sequence_length: usize,
     actions: Option<&ActionArray>,
     shape: FrameShape,
 ) -> std::result::Result<(), String> {
-    let needed = sequence_length.saturating_mul(shape.frame_bytes());
+    let (video_bytes, fb) = (video.len(), shape.frame_bytes());
+    let needed = sequence_length.saturating_mul(fb);
     if video_bytes != needed {
+        let (h, w, c) = (shape.height, shape.width, shape.channels);
+        let fit = match video_bytes.is_multiple_of(fb) {
+            true => format!("{} frames of it", video_bytes / fb),
+            false => format!("it does not divide into {h}×{w}×{c} = {fb}-byte frames"),
+        };
         return Err(format!(
-            "raw_video has {video_bytes} bytes but sequence_length {sequence_length} × frame {}×{}×{} needs \
-             {needed} (wrong --frame-shape?)",
-            shape.height, shape.width, shape.channels
+            "raw_video has {video_bytes} bytes but sequence_length {sequence_length} × frame {h}×{w}×{c} \
+             needs {needed} ({fit}; is the frame shape right?)"
         ));
     }
     if let Some(a) = actions {
@@ -221,7 +263,13 @@ pub fn list_record_files(path: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
         let root = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
         return Ok((root, vec![path.to_path_buf()]));
     }
-    let entries = std::fs::read_dir(path).map_err(|e| DataError::io(path, e))?;
+    let entries = std::fs::read_dir(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => DataError::invalid(
+            "dataset path",
+            format!("{} does not exist (a missing split? datasets hold train/, val/, test/)", path.display()),
+        ),
+        _ => DataError::io(path, e),
+    })?;
     let mut files = Vec::new();
     for entry in entries {
         let p = entry.map_err(|e| DataError::io(path, e))?.path();
@@ -232,12 +280,16 @@ pub fn list_record_files(path: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     // Jasmine lists files unsorted (file-system order); sorting makes record numbering stable.
     files.sort();
     if files.is_empty() {
+        let hint = match path.file_name().and_then(|n| n.to_str()) {
+            Some("train" | "val" | "test") => {
+                "the split is empty (Jasmine's generators leave an empty split folder when it got \
+                 fewer chunks than chunks_per_file)"
+            }
+            _ => "point at a split such as data/breakout/train",
+        };
         return Err(DataError::invalid(
             "dataset path",
-            format!(
-                "{} contains no *.array_record files (point at a split such as data/breakout/train)",
-                path.display()
-            ),
+            format!("{} contains no *.array_record files ({hint})", path.display()),
         ));
     }
     Ok((path.to_path_buf(), files))
@@ -263,9 +315,12 @@ fn record_lengths(
     metadata: Option<(&DatasetMetadata, &Path)>,
     shape: FrameShape,
 ) -> Result<Vec<Vec<usize>>> {
-    let cache_path = root.join(INDEX_CACHE_FILE);
-    let cache: IndexCache =
-        std::fs::read(&cache_path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let cache_paths = index_cache_paths(root);
+    let mut cache = IndexCache::default();
+    for p in &cache_paths {
+        let read: Option<IndexCache> = std::fs::read(p).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        cache.files.extend(read.into_iter().flat_map(|c| c.files));
+    }
     let mut lens = Vec::with_capacity(files.len());
     let mut missing = Vec::new();
     let mut entries = Vec::with_capacity(files.len());
@@ -299,11 +354,22 @@ fn record_lengths(
             .map(|((name, size), l)| CachedFile { name, size, seq_lens: l.clone() })
             .collect(),
     };
-    // A read-only dataset directory simply goes without the cache.
-    if let Err(e) = write_atomically(&cache_path, &serde_json::to_vec(&cache).expect("cache serialises")) {
-        tracing::warn!("could not write the index cache: {e}");
-    }
+    write_index_cache(&cache_paths, &serde_json::to_vec(&cache).expect("cache serialises"));
     Ok(lens)
+}
+
+/// Write the cache to the first of `paths` that takes it (a read-only dataset directory falls
+/// through to the user cache directory); without any, the next open rescans.
+fn write_index_cache(paths: &[PathBuf], bytes: &[u8]) {
+    let mut failures = Vec::new();
+    for p in paths {
+        let dir_ready = p.parent().map_or(Ok(()), std::fs::create_dir_all);
+        match dir_ready.map_err(|e| DataError::io(p, e)).and_then(|()| write_atomically(p, bytes)) {
+            Ok(()) => return,
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    tracing::warn!("could not write the record-length index cache ({})", failures.join("; "));
 }
 
 /// The record lengths `metadata` (found in `dir`) lists for the file at `path`, matched by its

@@ -1,6 +1,12 @@
 //! `metadata.json` next to the splits, as Jasmine's generators write it (env, `num_actions`,
 //! episode counts, chunk statistics, per-file entries) plus the frame shape, which Jasmine
 //! makes users pass by hand and jinn reads from here.
+//!
+//! Jasmine writes the file with Python's `json.dump`, which spells the mean of an empty split
+//! `NaN` (and infinities `Infinity`): [`DatasetMetadata::load`] reads those as `null`. Jasmine's
+//! flat keys (`num_episodes_<split>`, `avg_episode_len_<split>`, `episode_metadata_<split>`
+//! with `path`, `num_chunks`, `avg_seq_len`) are kept in [`DatasetMetadata::extra`]; their
+//! `path`s are where the generator ran and are never used to find files.
 
 use crate::atomic_file::write_atomically;
 use crate::episode::FrameShape;
@@ -19,7 +25,8 @@ pub struct FileStats {
     pub path: String,
     /// Records (chunks) in the file.
     pub num_chunks: usize,
-    /// Mean frames per record.
+    /// Mean frames per record (NaN when the file says `null` or `NaN`).
+    #[serde(deserialize_with = "nan_if_null")]
     pub avg_seq_len: f64,
     /// Frames of each record, in file order (jinn's extension: lets the loader index a
     /// dataset without decoding every record).
@@ -36,9 +43,11 @@ pub struct SplitStats {
     pub num_frames: usize,
     /// Records (chunks) written.
     pub num_chunks: usize,
-    /// Mean episode length in frames.
+    /// Mean episode length in frames (NaN for an empty split).
+    #[serde(deserialize_with = "nan_if_null")]
     pub avg_episode_len: f64,
-    /// Mean record length in frames.
+    /// Mean record length in frames (NaN for an empty split).
+    #[serde(deserialize_with = "nan_if_null")]
     pub avg_chunk_len: f64,
     /// One entry per file.
     pub files: Vec<FileStats>,
@@ -47,7 +56,9 @@ pub struct SplitStats {
 /// Contents of `metadata.json`. Unknown keys (from Jasmine's generators) are kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetMetadata {
-    /// Environment or source name.
+    /// Environment or source name; empty when the file has none (Jasmine's Atari generator
+    /// writes no `env` key).
+    #[serde(default)]
     pub env: String,
     /// Size of the discrete action space, when actions are recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,14 +115,18 @@ impl DatasetMetadata {
         write_atomically(dir.join(METADATA_FILE), text.as_bytes())
     }
 
-    /// Read a metadata file.
+    /// Read a metadata file: strict JSON, or what Python's `json.dump` writes (`NaN`,
+    /// `Infinity` and `-Infinity` read as `null`).
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
-        serde_json::from_str(&text).map_err(|e| {
+        serde_json::from_str(&python_json_to_strict(&text)).map_err(|e| {
             DataError::format(
                 path,
                 0,
-                format!("not a valid metadata.json (expected at least an \"env\" string): {e}"),
+                format!(
+                    "not a valid metadata.json (expected a JSON object as jinn or Jasmine's \
+                     generators write it): {e}"
+                ),
             )
         })
     }
@@ -120,6 +135,78 @@ impl DatasetMetadata {
     pub fn find(dir: &Path) -> Option<PathBuf> {
         [Some(dir), dir.parent()].into_iter().flatten().map(|d| d.join(METADATA_FILE)).find(|p| p.is_file())
     }
+}
+
+/// `text` with Python's non-standard JSON number tokens (`NaN`, `Infinity`, `-Infinity`) outside
+/// strings replaced by `null`. serde_json rejects them and cannot hold a NaN in a `Value`; this
+/// one-pass rewrite keeps serde_json (and its error positions, up to the few bytes a token
+/// shrinks) instead of adding a JSON5 parser for three tokens.
+fn python_json_to_strict(text: &str) -> std::borrow::Cow<'_, str> {
+    const TOKENS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+    if !TOKENS.iter().any(|t| text.contains(t)) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(t) = TOKENS.iter().find(|t| rest.starts_with(*t)) {
+            out.push_str("null");
+            rest = &rest[t.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out.into()
+}
+
+/// An `f64` that may be `null` (how Python's `NaN` reads after [`python_json_to_strict`], and
+/// how serde_json writes a NaN): NaN then.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// CoinRun's 15 actions as procgen names its key combinations (`ProcgenGym3Env.get_combos`),
+/// the combo joined with `+`, the empty one `NOOP`.
+pub const COINRUN_ACTIONS: [&str; 15] = [
+    "LEFT+DOWN",
+    "LEFT",
+    "LEFT+UP",
+    "DOWN",
+    "NOOP",
+    "UP",
+    "RIGHT+DOWN",
+    "RIGHT",
+    "RIGHT+UP",
+    "D",
+    "A",
+    "W",
+    "S",
+    "Q",
+    "E",
+];
+
+/// Names of the actions of a dataset's `env` (its `metadata.json`), index = action id: jinn's
+/// built-in games and procgen's `coinrun` (Jasmine's CoinRun generator). `None` for other
+/// environments, or when `num_actions` is given and differs from the environment's count.
+pub fn action_names(env: &str, num_actions: Option<usize>) -> Option<Vec<String>> {
+    let names: Vec<String> = if env.eq_ignore_ascii_case("coinrun") {
+        COINRUN_ACTIONS.iter().map(|s| s.to_string()).collect()
+    } else {
+        let game = crate::envs::make_env(env, FrameShape::rgb(64, 64), 0).ok()?;
+        game.action_names().iter().map(|s| s.to_string()).collect()
+    };
+    num_actions.is_none_or(|n| n == names.len()).then_some(names)
 }
 
 #[cfg(test)]
@@ -147,5 +234,56 @@ mod tests {
         let m = DatasetMetadata::load(&path).unwrap();
         assert_eq!(m.num_actions, Some(15));
         assert_eq!(m.frame_shape(), None);
+    }
+
+    #[test]
+    fn python_json_tokens_outside_strings_become_null() {
+        let text = r#"{"a": NaN, "b": [Infinity, -Infinity, 1e5], "s": "NaN \" Infinity", "n": -1}"#;
+        let v: serde_json::Value = serde_json::from_str(&python_json_to_strict(text)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a": null, "b": [null, null, 1e5], "s": "NaN \" Infinity", "n": -1})
+        );
+        assert!(matches!(python_json_to_strict(r#"{"x": 1}"#), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn nan_statistics_and_missing_env_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(METADATA_FILE);
+        std::fs::write(&path, r#"{"num_actions": 4, "avg_episode_len_val": NaN}"#).unwrap();
+        let m = DatasetMetadata::load(&path).unwrap();
+        assert_eq!((m.env.as_str(), m.num_actions), ("", Some(4)));
+        assert!(m.extra["avg_episode_len_val"].is_null());
+        // jinn's own statistics of an empty split: NaN, written as null, read back as NaN.
+        let mut m = DatasetMetadata::new("breakout", Some(4), FrameShape::rgb(16, 16));
+        m.set_split("val", SplitStats { avg_episode_len: f64::NAN, ..Default::default() });
+        m.save(dir.path()).unwrap();
+        assert!(DatasetMetadata::load(&path).unwrap().splits["val"].avg_episode_len.is_nan());
+    }
+
+    #[test]
+    fn bad_json_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(METADATA_FILE);
+        std::fs::write(&path, r#"{"env": "coinrun", "num_actions": Nope}"#).unwrap();
+        let e = DatasetMetadata::load(&path).unwrap_err().to_string();
+        assert!(e.contains("metadata.json") && e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn action_names_know_coinrun_and_the_built_in_games() {
+        let coinrun = action_names("coinrun", Some(15)).unwrap();
+        assert_eq!(
+            (coinrun[0].as_str(), coinrun[4].as_str(), coinrun[14].as_str()),
+            ("LEFT+DOWN", "NOOP", "E")
+        );
+        assert_eq!(action_names("coinrun", Some(6)), None);
+        for env in crate::envs::ENV_NAMES {
+            let names = action_names(env, None).unwrap();
+            assert_eq!(action_names(env, Some(names.len())), Some(names.clone()));
+        }
+        assert_eq!(action_names("MinAtar-Breakout", Some(6)), None);
+        assert_eq!(action_names("", None), None);
     }
 }

@@ -92,7 +92,7 @@ fn wrong_frame_shape_is_named_in_the_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(fixtures().join(name), dir.path().join(name)).unwrap();
     let err = Dataset::open(dir.path(), 1, Some(FrameShape::rgb(64, 64))).err().unwrap().to_string();
-    assert!(err.contains(name) && err.contains("frame-shape"), "{err}");
+    assert!(err.contains(name) && err.contains("518400 bytes") && err.contains("64×64×3"), "{err}");
     let err = Dataset::open(dir.path(), 1, None).err().unwrap().to_string();
     assert!(err.contains("--frame-shape"), "{err}");
 }

@@ -1,11 +1,12 @@
 //! A small, safe pickle codec for exactly Jasmine's record dict.
 //!
 //! A record is CPython's `pickle.dumps({"raw_video": bytes, "sequence_length": int,
-//! ["actions": np.ndarray], ["video_file_name": str]})`. The reader ([`decode_episode`],
+//! ["actions": np.ndarray], ["video_file_name": str]})`, `sequence_length` a Python int or a
+//! NumPy integer scalar, `actions` of any integer dtype. The reader ([`decode_episode`],
 //! [`decode_episode_borrowed`]) accepts protocols 2–5 as CPython 3.11 with NumPy 1.x or 2.x
 //! writes them; other keys with plain values are ignored. It never imports or calls
-//! anything: the only globals it accepts are NumPy's array/dtype reconstructors and
-//! `_codecs.encode`, applied symbolically; any other global or opcode is a
+//! anything: the only globals it accepts are NumPy's array/dtype/scalar reconstructors
+//! and `_codecs.encode`, applied symbolically; any other global or opcode is a
 //! [`DataError::Pickle`] naming it.
 //!
 //! The writer ([`encode_episode`]) produces protocol 4 exactly as CPython 3.11's `pickle.dumps`

@@ -4,7 +4,8 @@
 //! NumPy pickles an array as `_reconstruct(ndarray, (0,), b'b')` followed by `BUILD` with
 //! `(version, shape, dtype, fortran, data)`, the dtype as `dtype(descr, False, True)` followed
 //! by `BUILD` with `(3, byteorder, None, None, None, -1, -1, 0)`; protocol 5 uses
-//! `_frombuffer(buffer, dtype, shape, order)` instead.
+//! `_frombuffer(buffer, dtype, shape, order)` instead. A NumPy scalar is
+//! `scalar(dtype, bytes)`.
 
 use super::value::{ArrayData, ByteOrder, Bytes, DtypeObj, Global, Value};
 use crate::episode::{ActionArray, ActionDtype};
@@ -62,6 +63,10 @@ pub fn reduce<'a>(global: Global, args: &[Value<'a>]) -> Result<Value<'a>, Strin
         Global::BytesType => match args {
             [] => Ok(Value::Bytes(Bytes::Borrowed(&[]))),
             _ => Err(format!("bytes() is only supported without arguments, got {}", type_list(args))),
+        },
+        Global::Scalar => match args {
+            [Value::Dtype(dtype), Value::Bytes(data)] => scalar(&dtype.borrow(), data.as_slice()),
+            _ => Err(format!("scalar expects (numpy.dtype, bytes), got {}", type_list(args))),
         },
         Global::Ndarray => Err("numpy.ndarray cannot be called directly".into()),
     }
@@ -157,26 +162,46 @@ fn type_list(v: &[Value<'_>]) -> String {
     format!("({})", names.join(", "))
 }
 
-/// Convert a rebuilt ndarray into actions: dtype int64/int8/uint8, shape `[T]` or `[T, k]`,
-/// little- or big-endian, C or Fortran order. The result is always C order.
-pub fn to_actions(array: &ArrayData<'_>) -> Result<ActionArray, String> {
-    let d = &array.dtype;
-    let (dtype, size) = match d.descr.as_str() {
-        "i8" => (ActionDtype::I64, 8),
-        "i1" => (ActionDtype::I8, 1),
-        "u1" => (ActionDtype::U8, 1),
-        other => {
-            return Err(format!(
-                "dtype {other:?} is not supported (expected int64 'i8', int8 'i1' or uint8 'u1')"
-            ))
-        }
+/// A NumPy scalar as the plain value it stands for: an int (`Int`, or `BigInt` beyond `i64`),
+/// a float or a bool.
+fn scalar<'a>(dtype: &DtypeObj, data: &[u8]) -> Result<Value<'a>, String> {
+    match dtype.descr.as_str() {
+        "f2" | "f4" | "f8" => return Ok(Value::Float),
+        "b1" if data.len() == 1 => return Ok(Value::Bool(data[0] != 0)),
+        _ => {}
+    }
+    let (int, big_endian) = int_dtype(dtype)?;
+    if data.len() != int.size() {
+        return Err(format!("{} scalar needs {} bytes, found {}", int.numpy_name(), int.size(), data.len()));
+    }
+    let v = int.decode(data, big_endian);
+    Ok(i64::try_from(v).map_or(Value::BigInt, Value::Int))
+}
+
+/// The integer dtype `d` describes and whether it is big-endian.
+fn int_dtype(d: &DtypeObj) -> Result<(ActionDtype, bool), String> {
+    let Some(dtype) = ActionDtype::from_descr(&d.descr) else {
+        return Err(format!(
+            "dtype {:?} is not supported (expected an integer dtype: int8/16/32/64 'i1'…'i8' or \
+             uint8/16/32/64 'u1'…'u8')",
+            d.descr
+        ));
     };
     let Some(order) = d.order else {
         return Err(format!("dtype {:?} was never given its byte order (missing BUILD)", d.descr));
     };
-    if dtype == ActionDtype::I64 && order == ByteOrder::NotApplicable {
-        return Err("dtype 'i8' with byte order '|' (expected '<' or '>')".into());
+    if dtype.size() > 1 && order == ByteOrder::NotApplicable {
+        return Err(format!("dtype {:?} with byte order '|' (expected '<' or '>')", d.descr));
     }
+    Ok((dtype, order == ByteOrder::Big))
+}
+
+/// Convert a rebuilt ndarray into actions: any integer dtype, shape `[T]` or `[T, k]`, little-
+/// or big-endian, C or Fortran order. The result is always C order; a `uint64` value beyond
+/// `i64::MAX` is an error naming it.
+pub fn to_actions(array: &ArrayData<'_>) -> Result<ActionArray, String> {
+    let (dtype, big_endian) = int_dtype(&array.dtype)?;
+    let size = dtype.size();
     if !(1..=2).contains(&array.shape.len()) {
         return Err(format!("shape {:?} is not [T] or [T, k]", array.shape));
     }
@@ -195,15 +220,13 @@ pub fn to_actions(array: &ArrayData<'_>) -> Result<ActionArray, String> {
             data.len()
         ));
     }
-    let mut values: Vec<i64> = match dtype {
-        ActionDtype::I64 => {
-            let conv: fn([u8; 8]) -> i64 =
-                if order == ByteOrder::Big { i64::from_be_bytes } else { i64::from_le_bytes };
-            data.chunks_exact(8).map(|c| conv(c.try_into().expect("8-byte chunk"))).collect()
-        }
-        ActionDtype::I8 => data.iter().map(|&b| i64::from(b as i8)).collect(),
-        ActionDtype::U8 => data.iter().map(|&b| i64::from(b)).collect(),
-    };
+    let mut values = Vec::with_capacity(count);
+    for (i, c) in data.chunks_exact(size).enumerate() {
+        let v = dtype.decode(c, big_endian);
+        values.push(i64::try_from(v).map_err(|_| {
+            format!("value {v} (element {i}) of the {} array does not fit in int64", dtype.numpy_name())
+        })?);
+    }
     if array.fortran && array.shape.len() == 2 {
         // Column-major [k][T] storage → row-major [T][k].
         let (t, k) = (array.shape[0], array.shape[1]);

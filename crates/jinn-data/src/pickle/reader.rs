@@ -166,8 +166,8 @@ impl<'a> Vm<'a> {
                 Ok(())
             }
             None => Err(self.op_err(format_args!(
-                "global `{module}.{name}` is not allowed (only NumPy array/dtype reconstruction \
-                 and `_codecs.encode` are)"
+                "global `{module}.{name}` is not allowed (only NumPy array/dtype/scalar \
+                 reconstruction and `_codecs.encode` are)"
             ))),
         }
     }

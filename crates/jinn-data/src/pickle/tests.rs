@@ -37,6 +37,11 @@ fn round_trip_every_dtype_and_shape() {
         (ActionDtype::I8, vec![-128, 127, 0], vec![3]),
         (ActionDtype::U8, vec![0, 255, 1, 2], vec![2, 2]),
         (ActionDtype::U8, vec![], vec![0]),
+        (ActionDtype::I32, vec![i32::MIN.into(), 14, i32::MAX.into()], vec![3]),
+        (ActionDtype::I16, vec![i16::MIN.into(), i16::MAX.into()], vec![1, 2]),
+        (ActionDtype::U16, vec![0, u16::MAX.into()], vec![2]),
+        (ActionDtype::U32, vec![0, u32::MAX.into()], vec![2]),
+        (ActionDtype::U64, vec![0, i64::MAX], vec![2]),
     ] {
         let mut r = sample();
         r.actions = Some(ActionArray { dtype, shape, values });
@@ -66,6 +71,9 @@ fn encoder_rejects_inconsistent_actions() {
     for (dtype, values, shape) in [
         (ActionDtype::I8, vec![128], vec![1]),
         (ActionDtype::U8, vec![-1], vec![1]),
+        (ActionDtype::I32, vec![1 << 31], vec![1]),
+        (ActionDtype::U16, vec![1 << 16], vec![1]),
+        (ActionDtype::U64, vec![-1], vec![1]),
         (ActionDtype::I64, vec![1, 2], vec![3]),
         (ActionDtype::I64, vec![1], vec![1, 1, 1]),
     ] {
@@ -251,4 +259,18 @@ fn array_data_length_must_match_shape() {
         reason.contains("`actions`") && reason.contains("needs 24 bytes") && reason.contains("16"),
         "{reason}"
     );
+}
+
+#[test]
+fn dtype_ranges_and_decoding_match_numpy() {
+    assert_eq!(ActionDtype::I8.range(), (-128, 127));
+    assert_eq!(ActionDtype::U32.range(), (0, u32::MAX.into()));
+    assert_eq!(ActionDtype::U64.range(), (0, i64::MAX));
+    assert_eq!(ActionDtype::I16.decode(&[0xff, 0x7f], false), 32767);
+    assert_eq!(ActionDtype::I16.decode(&[0xff, 0x7f], true), -129);
+    assert_eq!(ActionDtype::U64.decode(&[0xff; 8], false), u64::MAX.into());
+    assert_eq!(ActionDtype::I64.decode(&[0xff; 8], false), -1);
+    for d in ActionDtype::ALL {
+        assert_eq!(ActionDtype::from_descr(d.descr()), Some(d));
+    }
 }

@@ -33,6 +33,9 @@ impl Bytes<'_> {
 pub enum Global {
     /// `numpy.core.multiarray._reconstruct` / `numpy._core.multiarray._reconstruct`.
     Reconstruct,
+    /// `numpy.core.multiarray.scalar` / `numpy._core.multiarray.scalar` (a NumPy scalar such
+    /// as `np.int64(160)`).
+    Scalar,
     /// `numpy.ndarray`.
     Ndarray,
     /// `numpy.dtype`.
@@ -50,6 +53,7 @@ impl Global {
     pub fn lookup(module: &str, name: &str) -> Option<Global> {
         match (module, name) {
             ("numpy.core.multiarray" | "numpy._core.multiarray", "_reconstruct") => Some(Global::Reconstruct),
+            ("numpy.core.multiarray" | "numpy._core.multiarray", "scalar") => Some(Global::Scalar),
             ("numpy", "ndarray") => Some(Global::Ndarray),
             ("numpy", "dtype") => Some(Global::Dtype),
             ("numpy.core.numeric" | "numpy._core.numeric", "_frombuffer") => Some(Global::FromBuffer),

@@ -107,23 +107,12 @@ fn action_data(a: &ActionArray) -> Result<Vec<u8>> {
     if count != Some(a.values.len()) {
         return Err(bad(format!("shape {:?} does not match {} values", a.shape, a.values.len())));
     }
-    let range = |lo: i64, hi: i64| {
-        a.values
-            .iter()
-            .find(|&&v| v < lo || v > hi)
-            .map_or(Ok(()), |v| Err(bad(format!("value {v} does not fit dtype {}", a.dtype.numpy_name()))))
-    };
-    Ok(match a.dtype {
-        ActionDtype::I64 => a.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        ActionDtype::I8 => {
-            range(i8::MIN.into(), i8::MAX.into())?;
-            a.values.iter().map(|&v| v as i8 as u8).collect()
-        }
-        ActionDtype::U8 => {
-            range(0, u8::MAX.into())?;
-            a.values.iter().map(|&v| v as u8).collect()
-        }
-    })
+    let (lo, hi) = a.dtype.range();
+    if let Some(v) = a.values.iter().find(|&&v| v < lo || v > hi) {
+        return Err(bad(format!("value {v} does not fit dtype {}", a.dtype.numpy_name())));
+    }
+    let size = a.dtype.size();
+    Ok(a.values.iter().flat_map(|v| v.to_le_bytes().into_iter().take(size)).collect())
 }
 
 /// Output buffer with CPython's protocol 4 framing.
@@ -353,11 +342,7 @@ impl Writer {
 
     /// `numpy.dtype(descr, False, True)` then BUILD `(3, order, None, None, None, -1, -1, 0)`.
     fn dtype(&mut self, dtype: ActionDtype, numpy_memo: u32) {
-        let (descr, order) = match dtype {
-            ActionDtype::I64 => ("i8", "<"),
-            ActionDtype::I8 => ("i1", "|"),
-            ActionDtype::U8 => ("u1", "|"),
-        };
+        let (descr, order) = (dtype.descr(), if dtype.size() == 1 { "|" } else { "<" });
         self.f.boundary(); // save(dtype)
         self.global("numpy", Some(numpy_memo), "dtype");
         self.begin_tuple(3);
