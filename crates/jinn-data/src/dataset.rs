@@ -80,13 +80,48 @@ impl Dataset {
     /// record of at least `min_len` frames. `shape` overrides the frame shape recorded in
     /// `metadata.json` (needed for datasets whose metadata lacks it, such as Jasmine's).
     pub fn open(path: &Path, min_len: usize, shape: Option<FrameShape>) -> Result<Self> {
+        Self::open_resolving(path, min_len, |recorded, _| Ok(shape.or(recorded)))
+    }
+
+    /// [`Dataset::open`] for a command with a model config whose frames are `want`: a shape in
+    /// `metadata.json` must equal it (an error naming both otherwise); without one (Jasmine's
+    /// datasets) `want` is the shape, checked against every record's `raw_video` size.
+    pub fn open_for_model(path: &Path, min_len: usize, want: FrameShape) -> Result<Self> {
+        Self::open_resolving(path, min_len, |recorded, root| {
+            match recorded {
+            Some(got) if got != want => Err(DataError::invalid(
+                "frame shape",
+                format!(
+                    "the model config expects {}×{}×{} frames but {} records {}×{}×{} in its {METADATA_FILE}; \
+                     set model.height, model.width and model.channels to match the data",
+                    want.height,
+                    want.width,
+                    want.channels,
+                    root.display(),
+                    got.height,
+                    got.width,
+                    got.channels
+                ),
+            )),
+            _ => Ok(Some(want)),
+        }
+        })
+    }
+
+    /// Open with the frame shape `resolve` picks from the one `metadata.json` records (if any).
+    fn open_resolving(
+        path: &Path,
+        min_len: usize,
+        resolve: impl FnOnce(Option<FrameShape>, &Path) -> Result<Option<FrameShape>>,
+    ) -> Result<Self> {
         let (root, paths) = list_record_files(path)?;
         let metadata_path = DatasetMetadata::find(&root);
         let metadata = match &metadata_path {
             Some(p) => Some(DatasetMetadata::load(p)?),
             None => None,
         };
-        let shape = shape.or_else(|| metadata.as_ref().and_then(|m| m.frame_shape())).ok_or_else(|| {
+        let recorded = metadata.as_ref().and_then(|m| m.frame_shape());
+        let shape = resolve(recorded, &root)?.ok_or_else(|| {
             let which = match &metadata_path {
                 Some(p) => {
                     format!("{} records no frame shape (Jasmine's generators write none)", p.display())
@@ -254,6 +289,16 @@ fn check_record(
         }
     }
     Ok(())
+}
+
+/// Whether `path` is a `*.array_record` file or a directory holding one: an existing but
+/// empty split (as Jasmine's generators leave one) is `false`.
+pub fn has_record_files(path: &Path) -> bool {
+    let is_record = |p: &Path| p.extension().is_some_and(|x| x == "array_record") && p.is_file();
+    is_record(path)
+        || std::fs::read_dir(path)
+            .map(|rd| rd.filter_map(|e| e.ok()).any(|e| is_record(&e.path())))
+            .unwrap_or(false)
 }
 
 /// The sorted `*.array_record` files of `path` (or `path` itself if it is a file), and the
