@@ -24,6 +24,7 @@ pub mod import;
 pub mod loader;
 pub mod metadata;
 pub mod metrics;
+pub mod objects;
 pub mod output_dir;
 pub mod pickle;
 pub mod rng;

@@ -26,28 +26,33 @@ const FIRE: usize = 3;
 pub const LIVES: u32 = 5;
 
 // Layout in logical units (the canvas is 64×64).
-const SIDE_WALL: i32 = 2;
-const TOP_WALL: i32 = 4;
-const BRICK_ROWS: usize = 6;
-const BRICK_COLS: usize = 10;
-const BRICK_W: i32 = 6; // BRICK_COLS · BRICK_W = 64 − 2 · SIDE_WALL
-const BRICK_H: i32 = 3;
-const BRICKS_Y: i32 = 10;
-const PADDLE_W: i32 = 10;
-const PADDLE_H: i32 = 2;
-const PADDLE_Y: i32 = 57;
+pub(crate) const SIDE_WALL: i32 = 2;
+pub(crate) const TOP_WALL: i32 = 4;
+pub(crate) const BRICK_ROWS: usize = 6;
+pub(crate) const BRICK_COLS: usize = 10;
+pub(crate) const BRICK_W: i32 = 6; // BRICK_COLS · BRICK_W = 64 − 2 · SIDE_WALL
+pub(crate) const BRICK_H: i32 = 3;
+pub(crate) const BRICKS_Y: i32 = 10;
+pub(crate) const PADDLE_W: i32 = 10;
+pub(crate) const PADDLE_H: i32 = 2;
+pub(crate) const PADDLE_Y: i32 = 57;
 const PADDLE_SPEED: i32 = 3;
-const BALL: i32 = 3;
+pub(crate) const BALL: i32 = 3;
 const BALL_VY: i32 = 2;
 const SERVE_VX: [i32; 4] = [-2, -1, 1, 2];
 
-const BACKGROUND: Rgb = [8, 8, 20];
-const WALL_COLOR: Rgb = [110, 110, 124];
-const LIFE_COLOR: Rgb = [245, 245, 245];
-const PADDLE_COLOR: Rgb = [110, 220, 235];
-const BALL_COLOR: Rgb = [255, 255, 255];
-const BRICK_COLORS: [Rgb; BRICK_ROWS] =
+pub(crate) const BACKGROUND: Rgb = [8, 8, 20];
+pub(crate) const WALL_COLOR: Rgb = [110, 110, 124];
+pub(crate) const LIFE_COLOR: Rgb = [245, 245, 245];
+pub(crate) const PADDLE_COLOR: Rgb = [110, 220, 235];
+pub(crate) const BALL_COLOR: Rgb = [255, 255, 255];
+pub(crate) const BRICK_COLORS: [Rgb; BRICK_ROWS] =
     [[210, 60, 60], [225, 130, 45], [215, 200, 60], [70, 180, 80], [60, 110, 220], [150, 75, 200]];
+/// Every colour a frame is drawn with.
+pub(crate) const PALETTE: [Rgb; 11] = {
+    let b = BRICK_COLORS;
+    [BACKGROUND, WALL_COLOR, LIFE_COLOR, PADDLE_COLOR, BALL_COLOR, b[0], b[1], b[2], b[3], b[4], b[5]]
+};
 
 /// The Breakout game. `Clone` copies the full state, random generator included.
 #[derive(Clone)]
@@ -96,6 +101,25 @@ impl Breakout {
     /// Bricks still standing.
     pub fn bricks_left(&self) -> usize {
         self.bricks.iter().flatten().filter(|&&b| b).count()
+    }
+
+    /// True when the brick at `row` (0 at the top), `col` (0 at the left) stands.
+    pub fn brick_standing(&self, row: usize, col: usize) -> bool {
+        self.bricks.get(row).and_then(|r| r.get(col)).copied().unwrap_or(false)
+    }
+
+    /// Ball's top-left corner in logical units; the ball is 3×3 units.
+    pub fn ball(&self) -> (i32, i32) {
+        self.ball
+    }
+
+    /// Centre (x, y) of the ball's part on the canvas, in logical units; `None` when none of
+    /// it is on the canvas (the ball is drawn last, so whatever is on the canvas is visible).
+    pub fn ball_centre(&self) -> Option<[f64; 2]> {
+        let (x, y) = self.ball;
+        let (x0, x1) = (x.max(0), (x + BALL).min(LOGICAL_SIZE));
+        let (y0, y1) = (y.max(0), (y + BALL).min(LOGICAL_SIZE));
+        (x0 < x1 && y0 < y1).then(|| [(x0 + x1) as f64 / 2.0, (y0 + y1) as f64 / 2.0])
     }
 
     fn rest_ball_on_paddle(&mut self) {
@@ -170,6 +194,19 @@ fn brick_origin(row: usize, col: usize) -> (i32, i32) {
     (SIDE_WALL + col as i32 * BRICK_W, BRICKS_Y + row as i32 * BRICK_H)
 }
 
+/// Logical rectangle `(x0, y0, x1, y1)` drawn for the brick at `row`, `col`: one unit of
+/// background separates neighbouring bricks.
+pub(crate) fn brick_rect(row: usize, col: usize) -> (i32, i32, i32, i32) {
+    let (x, y) = brick_origin(row, col);
+    (x, y, x + BRICK_W - 1, y + BRICK_H)
+}
+
+/// Logical rectangle `(x0, y0, x1, y1)` of the `i`-th lives marker, inside the top wall.
+pub(crate) fn life_rect(i: u32) -> (i32, i32, i32, i32) {
+    let i = i as i32;
+    (4 + 5 * i, 1, 7 + 5 * i, 3)
+}
+
 impl Env for Breakout {
     fn name(&self) -> &'static str {
         "breakout"
@@ -231,14 +268,14 @@ impl Env for Breakout {
         canvas.fill_rect(0, 0, LOGICAL_SIZE, TOP_WALL, WALL_COLOR);
         canvas.fill_rect(0, 0, SIDE_WALL, LOGICAL_SIZE, WALL_COLOR);
         canvas.fill_rect(LOGICAL_SIZE - SIDE_WALL, 0, LOGICAL_SIZE, LOGICAL_SIZE, WALL_COLOR);
-        for i in 0..self.lives as i32 {
-            canvas.fill_rect(4 + 5 * i, 1, 7 + 5 * i, 3, LIFE_COLOR);
+        for i in 0..self.lives {
+            let (x0, y0, x1, y1) = life_rect(i);
+            canvas.fill_rect(x0, y0, x1, y1, LIFE_COLOR);
         }
         for (r, row) in self.bricks.iter().enumerate() {
             for (c, _) in row.iter().enumerate().filter(|(_, &b)| b) {
-                let (x, y) = brick_origin(r, c);
-                // One unit of background between neighbouring bricks.
-                canvas.fill_rect(x, y, x + BRICK_W - 1, y + BRICK_H, BRICK_COLORS[r]);
+                let (x0, y0, x1, y1) = brick_rect(r, c);
+                canvas.fill_rect(x0, y0, x1, y1, BRICK_COLORS[r]);
             }
         }
         canvas.fill_rect(

@@ -28,11 +28,11 @@ const CELLS: usize = 12;
 /// Tiles per side of the maze.
 pub const MAZE_TILES: usize = 2 * CELLS + 1;
 /// Tiles per side of the view.
-const VIEW_TILES: i32 = 8;
+pub(crate) const VIEW_TILES: i32 = 8;
 /// Logical units per tile.
-const TILE: i32 = LOGICAL_SIZE / VIEW_TILES;
+pub(crate) const TILE: i32 = LOGICAL_SIZE / VIEW_TILES;
 /// The agent's row and column within the view.
-const AGENT_IN_VIEW: i32 = VIEW_TILES / 2;
+pub(crate) const AGENT_IN_VIEW: i32 = VIEW_TILES / 2;
 /// Chance that a wall between two cells left by the maze generator is knocked out.
 const OPENING_PROB: f64 = 0.7;
 /// Chance that a floor tile holds a coin.
@@ -40,14 +40,16 @@ const COIN_PROB: f64 = 0.12;
 /// Steps after which an episode ends.
 pub const STEP_LIMIT: u32 = 1000;
 
-const VOID: Rgb = [0, 0, 0];
-const FLOOR: [Rgb; 2] = [[30, 30, 42], [44, 44, 60]];
-const WALL: Rgb = [60, 85, 175];
-const WALL_TOP: Rgb = [120, 145, 230];
-const COIN: Rgb = [245, 200, 40];
-const COIN_SHINE: Rgb = [255, 245, 170];
-const AGENT: Rgb = [80, 225, 110];
-const EYE: Rgb = [15, 15, 15];
+pub(crate) const VOID: Rgb = [0, 0, 0];
+pub(crate) const FLOOR: [Rgb; 2] = [[30, 30, 42], [44, 44, 60]];
+pub(crate) const WALL: Rgb = [60, 85, 175];
+pub(crate) const WALL_TOP: Rgb = [120, 145, 230];
+pub(crate) const COIN: Rgb = [245, 200, 40];
+pub(crate) const COIN_SHINE: Rgb = [255, 245, 170];
+pub(crate) const AGENT: Rgb = [80, 225, 110];
+pub(crate) const EYE: Rgb = [15, 15, 15];
+/// Every colour a frame is drawn with.
+pub(crate) const PALETTE: [Rgb; 9] = [VOID, FLOOR[0], FLOOR[1], WALL, WALL_TOP, COIN, COIN_SHINE, AGENT, EYE];
 
 /// Contents of one tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +127,22 @@ impl Maze {
     /// True when tile (column `x`, row `y`) holds a coin.
     pub fn has_coin(&self, x: i32, y: i32) -> bool {
         self.tile(x, y) == Some(Tile::Coin)
+    }
+
+    /// Maze tile (column, row) shown at view tile (`vx`, `vy`), each in `0..VIEW_TILES` (8).
+    pub fn view_tile(&self, vx: i32, vy: i32) -> (i32, i32) {
+        (self.agent.0 - AGENT_IN_VIEW + vx, self.agent.1 - AGENT_IN_VIEW + vy)
+    }
+
+    /// Coins on the tiles the view shows.
+    pub fn coins_in_view(&self) -> usize {
+        let tiles = (0..VIEW_TILES).flat_map(|vy| (0..VIEW_TILES).map(move |vx| (vx, vy)));
+        tiles
+            .filter(|&(vx, vy)| {
+                let (x, y) = self.view_tile(vx, vy);
+                self.has_coin(x, y)
+            })
+            .count()
     }
 
     fn tile(&self, x: i32, y: i32) -> Option<Tile> {
@@ -254,7 +272,7 @@ impl Env for Maze {
         canvas.clear(VOID);
         for vy in 0..VIEW_TILES {
             for vx in 0..VIEW_TILES {
-                let (x, y) = (self.agent.0 - AGENT_IN_VIEW + vx, self.agent.1 - AGENT_IN_VIEW + vy);
+                let (x, y) = self.view_tile(vx, vy);
                 let (l, t) = (vx * TILE, vy * TILE);
                 match self.tile(x, y) {
                     None => {}

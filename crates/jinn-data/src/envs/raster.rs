@@ -70,7 +70,7 @@ impl<'a> Canvas<'a> {
 
 /// Pixel range `[p0, p1)` covered by logical range `[l0, l1)` on an axis of `pixels` pixels;
 /// `None` when the clipped logical range is empty.
-fn to_pixels(l0: i32, l1: i32, pixels: usize) -> Option<(usize, usize)> {
+pub(crate) fn to_pixels(l0: i32, l1: i32, pixels: usize) -> Option<(usize, usize)> {
     let (l0, l1) = (l0.max(0), l1.min(LOGICAL_SIZE));
     if l0 >= l1 {
         return None;
