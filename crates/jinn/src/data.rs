@@ -7,6 +7,7 @@ mod verify;
 
 use crate::args::parse_frame_shape;
 use clap::Subcommand;
+use jinn_data::dataset::has_record_files;
 use jinn_data::FrameShape;
 use std::path::{Path, PathBuf};
 
@@ -39,25 +40,27 @@ pub fn run(cmd: DataCommand) -> anyhow::Result<()> {
 /// Frame-shape override flag shared by readers.
 #[derive(clap::Args, Clone)]
 pub struct ShapeArg {
-    /// Frame shape HxW[xC]; read from metadata.json when omitted (Jasmine's datasets lack it).
+    /// Frame shape HxW[xC]; read from metadata.json when omitted (Jasmine's datasets lack it:
+    /// CoinRun 64x64x3, Atari 84x84x3, MinAtar 10x10x3, video converter 90x160x3).
     #[arg(long, value_parser = parse_frame_shape)]
     pub frame_shape: Option<FrameShape>,
 }
 
 /// The splits under `path`: its `train`/`val`/`test` (or any) subdirectories holding
-/// `*.array_record` files, or `path` itself when it holds them directly (or is a file).
+/// `*.array_record` files, or `path` itself when it holds them directly (or is a file). Empty
+/// or absent splits (Jasmine's generators leave both) are skipped.
 pub fn splits_of(path: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     if !path.exists() {
         anyhow::bail!("{}: no such file or directory", path.display());
     }
     let name =
         |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
-    if path.is_file() || has_records(path) {
+    if has_record_files(path) {
         return Ok(vec![(name(path), path.to_path_buf())]);
     }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(path)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir() && has_records(p))
+        .filter(|p| p.is_dir() && has_record_files(p))
         .collect();
     // Conventional order first, then any other split by name.
     let rank = |p: &PathBuf| match name(p).as_str() {
@@ -73,14 +76,6 @@ pub fn splits_of(path: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     Ok(subdirs.into_iter().map(|p| (name(&p), p)).collect())
 }
 
-fn has_records(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()).any(|e| e.path().extension().is_some_and(|x| x == "array_record"))
-        })
-        .unwrap_or(false)
-}
-
 /// Frame shape from the flag, else from `metadata.json` beside `split_dir`.
 pub fn resolve_shape(split_dir: &Path, flag: Option<FrameShape>) -> anyhow::Result<FrameShape> {
     if let Some(s) = flag {
@@ -92,7 +87,8 @@ pub fn resolve_shape(split_dir: &Path, flag: Option<FrameShape>) -> anyhow::Resu
         .transpose()?;
     meta.and_then(|m| m.frame_shape()).ok_or_else(|| {
         anyhow::anyhow!(
-            "{}: no metadata.json with height/width/channels here or in the parent; pass --frame-shape HxWxC",
+            "{}: no metadata.json with height/width/channels here or in the parent (Jasmine's generators \
+             write none); pass --frame-shape HxWxC, e.g. 64x64x3 for CoinRun",
             dir.display()
         )
     })

@@ -115,3 +115,47 @@ fn import_pngs_writes_a_readable_dataset() {
     let o = jinn(&["data", "verify", out.to_str().unwrap()]);
     assert!(o.status.success() && text(&o).contains("3 records"), "{}", text(&o));
 }
+
+/// Copy of the CoinRun sample Jasmine's generator wrote (crates/jinn-data/tests/fixtures), with
+/// the empty `val/` it also left.
+fn jasmine_coinrun(dir: &Path) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../jinn-data/tests/fixtures/jasmine_coinrun");
+    let out = dir.join("coinrun");
+    std::fs::create_dir_all(out.join("train")).unwrap();
+    std::fs::create_dir_all(out.join("val")).unwrap();
+    std::fs::copy(src.join("metadata.json"), out.join("metadata.json")).unwrap();
+    let file = "train/data_0000.array_record";
+    std::fs::copy(src.join(file), out.join(file)).unwrap();
+    out
+}
+
+#[test]
+fn jasmine_coinrun_dataset_verifies_and_inspects() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = jasmine_coinrun(dir.path());
+    let path = data.to_str().unwrap();
+
+    // No frame shape in Jasmine's metadata.json: the flag is named.
+    let o = jinn(&["data", "verify", path]);
+    assert!(!o.status.success() && text(&o).contains("--frame-shape"), "{}", text(&o));
+    // A shape that does not divide the records is named with the record.
+    let o = jinn(&["data", "verify", path, "--frame-shape", "60x64x3"]);
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("data_0000.array_record") && t.contains("60×64×3"), "{t}");
+
+    let o = jinn(&["data", "verify", path, "--frame-shape", "64x64x3"]);
+    let t = text(&o);
+    assert!(o.status.success() && t.contains("train: 4 records checked") && !t.contains("val:"), "{t}");
+
+    // Too large a shape for the records is an error, not a panic.
+    let o = jinn(&["data", "inspect", path, "--frame-shape", "128x128x3"]);
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("record 0") && t.contains("128×128×3"), "{t}");
+
+    let gif = dir.path().join("p.gif");
+    let o = jinn(&["data", "inspect", path, "--frame-shape", "64x64x3", "--gif", gif.to_str().unwrap()]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("env: coinrun  num_actions: 15") && t.contains("actions: int32"), "{t}");
+    assert!(t.contains("NOOP") && t.contains("LEFT+DOWN") && t.contains("frame 64x64x3"), "{t}");
+}

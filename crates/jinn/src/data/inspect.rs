@@ -2,9 +2,9 @@
 
 use super::{resolve_shape, splits_of, ShapeArg};
 use jinn_data::array_record::ArrayRecordReader;
-use jinn_data::dataset::list_record_files;
+use jinn_data::dataset::{list_record_files, validate_record};
 use jinn_data::gif_writer::{write_gif, GifOptions};
-use jinn_data::metadata::DatasetMetadata;
+use jinn_data::metadata::{action_names, DatasetMetadata};
 use jinn_data::pickle::decode_episode;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,7 +16,8 @@ pub struct InspectArgs {
     pub path: PathBuf,
     #[command(flatten)]
     pub shape: ShapeArg,
-    /// Where to write the preview GIF (default: `preview.gif` in PATH's directory).
+    /// Where to write the preview GIF (default: `preview.gif` in PATH's directory, or in the
+    /// temporary directory when that one is read-only).
     #[arg(long)]
     pub gif: Option<PathBuf>,
     /// Frames in the preview GIF.
@@ -48,13 +49,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     } else {
         args.path.clone()
     };
-    if let Some(meta) = DatasetMetadata::find(&root).map(|p| DatasetMetadata::load(&p)).transpose()? {
+    let meta = DatasetMetadata::find(&root).map(|p| DatasetMetadata::load(&p)).transpose()?;
+    if let Some(meta) = &meta {
         println!(
             "env: {}  num_actions: {}",
-            meta.env,
+            if meta.env.is_empty() { "-" } else { meta.env.as_str() },
             meta.num_actions.map_or("-".into(), |n| n.to_string())
         );
     }
+    let names = meta.as_ref().and_then(|m| action_names(&m.env, m.num_actions)).unwrap_or_default();
     let mut preview = None;
     for (name, dir) in &splits {
         let shape = resolve_shape(dir, args.shape.frame_shape)?;
@@ -80,23 +83,34 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
                     }
                 }
                 if preview.is_none() {
+                    validate_record(&record, shape)
+                        .map_err(|e| anyhow::anyhow!("{}: record {i}: {e}", file.display()))?;
                     preview = Some((record, shape));
                 }
             }
         }
-        print_summary(name, &s, shape);
+        print_summary(name, &s, shape, &names);
     }
     if let Some((record, shape)) = preview {
         let frames = record.sequence_length.min(args.gif_frames.max(1));
-        let path = args.gif.unwrap_or_else(|| root.join("preview.gif"));
         let options = GifOptions { scale: 4, ..GifOptions::default() };
-        write_gif(&path, &record.raw_video[..frames * shape.frame_bytes()], shape, &options)?;
+        let video = &record.raw_video[..frames * shape.frame_bytes()];
+        let path = match args.gif {
+            Some(path) => write_gif(&path, video, shape, &options).map(|()| path)?,
+            // A read-only dataset directory: the temporary directory instead.
+            None => write_gif(&root.join("preview.gif"), video, shape, &options)
+                .map(|()| root.join("preview.gif"))
+                .or_else(|_| {
+                    let tmp = std::env::temp_dir().join("jinn-preview.gif");
+                    write_gif(&tmp, video, shape, &options).map(|()| tmp)
+                })?,
+        };
         println!("preview: {} ({frames} frames of the first record)", path.display());
     }
     Ok(())
 }
 
-fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape) {
+fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape, names: &[String]) {
     let partial = if (s.decoded as u64) < s.records {
         format!(" (stats over the first {})", s.decoded)
     } else {
@@ -122,8 +136,10 @@ fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape) {
             println!("  actions: {dtype}, {k} per step; histogram:");
             for (value, count) in &s.histogram {
                 let share = *count as f64 / total.max(1) as f64;
+                let label =
+                    usize::try_from(*value).ok().and_then(|v| names.get(v)).map_or("", |n| n.as_str());
                 println!(
-                    "    {value:>4}: {count:>9} {:5.1}% {}",
+                    "    {value:>4} {label:<10}: {count:>9} {:5.1}% {}",
                     share * 100.0,
                     "#".repeat((share * 50.0).round() as usize)
                 );
