@@ -30,7 +30,6 @@ use jinn_data::rng::rng_for;
 use jinn_data::FrameShape;
 use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
-use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use std::path::Path;
@@ -80,8 +79,7 @@ impl DiffusionTask {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;
         let want = FrameShape { height: t.height, width: t.width, channels: t.channels };
-        let (train_data, val_data) =
-            open_splits(data_dir, &cfg.train, &cfg.data, want, "the tokenizer's frame size")?;
+        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
             let meta = train_data.metadata().and_then(|m| m.num_actions);
             if meta.is_some_and(|k| k != num_actions) {
@@ -151,9 +149,8 @@ impl TrainTask for DiffusionTask {
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics(false);
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
         Ok(metrics)
     }

@@ -13,7 +13,7 @@ pub mod causal;
 pub mod maskgit;
 mod token_loss;
 
-pub use token_loss::{weighted_token_losses, TokenLosses};
+pub use token_loss::{changed_token_weights, weighted_token_losses, TokenLosses};
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
@@ -90,6 +90,11 @@ pub struct DynamicsConfig {
     /// keeps the codes' identities apart. Not for a co-trained LAM (an index passes no
     /// gradient).
     pub lam_code_embedding: bool,
+    /// Loss weight of the tokens that differ from the token at the same position one frame
+    /// earlier, relative to 1 for the others (Jasmine: 1, every token alike). The moving
+    /// objects of a game — its ball — are a few tokens per frame against a static scene; a
+    /// weight above 1 spends the loss on them.
+    pub changed_token_weight: f64,
 }
 
 impl Default for DynamicsConfig {
@@ -106,6 +111,7 @@ impl Default for DynamicsConfig {
             reversible: false,
             denoise_steps: 64,
             lam_code_embedding: false,
+            changed_token_weight: 1.0,
         }
     }
 }
@@ -131,6 +137,12 @@ impl DynamicsConfig {
             return Err(NnError::InvalidConfig {
                 field: "z_loss_weight",
                 reason: format!("must be ≥ 0, got {}", self.z_loss_weight),
+            });
+        }
+        if !(self.changed_token_weight.is_finite() && self.changed_token_weight > 0.0) {
+            return Err(NnError::InvalidConfig {
+                field: "changed_token_weight",
+                reason: format!("must be a positive number, got {}", self.changed_token_weight),
             });
         }
         if num_codes == 0 || action_dim == 0 {
@@ -172,6 +184,7 @@ impl DynamicsConfig {
             causal,
             mask_limit: self.mask_limit,
             z_loss_weight: self.z_loss_weight,
+            changed_token_weight: self.changed_token_weight,
         })
     }
 }
@@ -196,6 +209,8 @@ pub struct Dynamics {
     pub mask_limit: f64,
     /// z-loss weight.
     pub z_loss_weight: f64,
+    /// Loss weight of tokens changed since the previous frame (see [`DynamicsConfig`]).
+    pub changed_token_weight: f64,
 }
 
 impl Dynamics {

@@ -87,8 +87,7 @@ impl DynamicsTask {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;
         let want = FrameShape { height: t.height, width: t.width, channels: t.channels };
-        let (train_data, val_data) =
-            open_splits(data_dir, &cfg.train, &cfg.data, want, "the tokenizer's frame size")?;
+        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
             let meta = train_data.metadata().and_then(|m| m.num_actions);
             if meta.is_some_and(|k| k != num_actions) {

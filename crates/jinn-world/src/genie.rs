@@ -14,7 +14,9 @@
 //! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
 //! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
 
-use crate::dynamics::{causal, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind};
+use crate::dynamics::{
+    causal, changed_token_weights, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind,
+};
 use crate::lam::{Lam, LamConfig};
 use crate::mae::MaeTokenizer;
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
@@ -243,6 +245,7 @@ impl Genie {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
             (logits, mask, mask_t.float())
         };
+        let weight = changed_token_weights(weight, &tokens, self.dynamics.changed_token_weight);
         let losses =
             weighted_token_losses(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
         let (loss, ce, z_loss) = (losses.loss, losses.ce, losses.z);

@@ -89,8 +89,7 @@ impl LamTask {
         }
         let m = &cfg.model;
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
-        let (train_data, val_data) =
-            open_splits(data_dir, &cfg.train, &cfg.data, want, "model.height/width/channels")?;
+        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
         let optim = cfg.train.optim.init_for(&model)?;
         Ok(LamTask {

@@ -41,6 +41,7 @@ pub use lam_task::{LamRunConfig, LamTask};
 pub use mae::{MaeOutput, MaeTokenizer};
 pub use mae_task::MaeTask;
 pub use sample::{sample, Rollout, SamplerConfig};
+pub use task_common::to_u8 as frames_to_u8;
 pub use tokenizer::{frames_to_unit, Tokenizer, TokenizerConfig, TokenizerKind, TokenizerOutput};
 pub use tokenizer_task::{DataConfig, TokenizerRunConfig, TokenizerTask, TOKENIZER_KIND};
 pub use world_eval::{WorldEval, WorldEvalConfig, WorldMetrics};

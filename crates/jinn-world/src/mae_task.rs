@@ -28,7 +28,6 @@ use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
-use jinn_train::optim::clip_global_norm;
 use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
 use jinn_train::Result;
 use std::path::Path;
@@ -96,8 +95,7 @@ impl MaeTask {
         cfg.model.expect_kind(TokenizerKind::Mae).map_err(model_err)?;
         let m = &cfg.model;
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
-        let (train_data, val_data) =
-            open_splits(data_dir, &cfg.train, &cfg.data, want, "model.height/width/channels")?;
+        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
         let optim = cfg.train.optim.init_for(&model)?;
         Ok(MaeTask { device, model, optim, cfg: cfg.clone(), train_data, val_data, loader })
@@ -143,9 +141,8 @@ impl TrainTask for MaeTask {
         }
         let mut grads = acc.grads();
         let mut metrics = sums.into_metrics();
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
+        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
+        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
         self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
         Ok(metrics)
     }

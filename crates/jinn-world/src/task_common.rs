@@ -22,28 +22,10 @@ pub(crate) fn open_split(
     split: &str,
     seq_len: usize,
     want: FrameShape,
-    field: &str,
 ) -> Result<Arc<Dataset>> {
-    let path = data_dir.join(split);
-    let dataset = Dataset::open(&path, seq_len, None)?;
-    let got = dataset.frame_shape();
-    if (got.height, got.width, got.channels) != (want.height, want.width, want.channels) {
-        return Err(TrainError::config(
-            field,
-            format!(
-                "the model expects {}×{}×{} frames but {} holds {}×{}×{} frames (its metadata.json); \
-                 set model.height, model.width and model.channels to match the data",
-                want.height,
-                want.width,
-                want.channels,
-                path.display(),
-                got.height,
-                got.width,
-                got.channels
-            ),
-        ));
-    }
-    Ok(Arc::new(dataset))
+    // A metadata.json without a frame shape (Jasmine's) takes the model's; one that records
+    // another shape is an error naming both.
+    Ok(Arc::new(Dataset::open_for_model(&data_dir.join(split), seq_len, want)?))
 }
 
 /// The train split and, if present, the val split (required when `val_every > 0`).
@@ -52,11 +34,11 @@ pub(crate) fn open_splits(
     train: &TrainConfig,
     data: &DataConfig,
     want: FrameShape,
-    field: &str,
 ) -> Result<(Arc<Dataset>, Option<Arc<Dataset>>)> {
-    let train_data = open_split(data_dir, "train", data.seq_len, want, field)?;
-    let val_data = if data_dir.join("val").exists() {
-        Some(open_split(data_dir, "val", data.seq_len, want, field)?)
+    let train_data = open_split(data_dir, "train", data.seq_len, want)?;
+    // An empty val/ (Jasmine's generators leave one for a split of no episodes) is no split.
+    let val_data = if jinn_data::dataset::has_record_files(&data_dir.join("val")) {
+        Some(open_split(data_dir, "val", data.seq_len, want)?)
     } else {
         None
     };
@@ -148,7 +130,7 @@ pub(crate) fn actions(batch: &Batch, device: &Device) -> Result<Option<Tensor<2,
 }
 
 /// f32 frames in `[0, 1]` → u8 (rounded, clamped).
-pub(crate) fn to_u8(frames: Tensor<5>) -> Vec<u8> {
+pub fn to_u8(frames: Tensor<5>) -> Vec<u8> {
     frames
         .try_into_vec_as::<f32>()
         .expect("float tensor data")

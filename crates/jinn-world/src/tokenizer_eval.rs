@@ -4,7 +4,7 @@
 //! Metrics (spec §3.1): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
 //! (fraction of the K codes used over the evaluated batches).
 
-use crate::task_common::{model_err, next_batch};
+use crate::task_common::{model_err, next_batch, to_u8};
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerOutput};
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};
@@ -116,13 +116,7 @@ pub fn write_recon_gif(model: &Tokenizer, batch: &Batch, clips: usize, path: &Pa
     let clips = clips.clamp(1, batch.batch_size);
     let s = batch.frame_shape;
     let out = model.forward_eval(batch_videos(model, batch, clips)).map_err(model_err)?;
-    let recon: Vec<u8> = out
-        .recon
-        .try_into_vec_as::<f32>()
-        .expect("float tensor data")
-        .iter()
-        .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
-        .collect(); // [clips·t, h, w, c]
+    let recon = to_u8(out.recon); // [clips·t, h, w, c]
     let truth = &batch.videos[..recon.len()]; // [clips·t, h, w, c]
     let panels = [Panel { label: "data", frames: truth }, Panel { label: "recon", frames: &recon }];
     write_panels_gif(path, &panels, s, &GifOptions::default())?;

@@ -81,11 +81,8 @@ pub struct TokenizerRunConfig {
 
 /// Open `<data_dir>/<split>` and check its frames match the model config.
 pub fn open_split(data_dir: &Path, split: &str, cfg: &TokenizerRunConfig) -> Result<Arc<Dataset>> {
-    task_common::open_split(data_dir, split, cfg.data.seq_len, frame_shape(&cfg.model), FRAME_FIELD)
+    task_common::open_split(data_dir, split, cfg.data.seq_len, frame_shape(&cfg.model))
 }
-
-/// The config field named when the data's frames do not match the model.
-const FRAME_FIELD: &str = "model.height/width/channels";
 
 /// The frame shape the model config expects.
 fn frame_shape(m: &TokenizerConfig) -> FrameShape {
@@ -111,8 +108,7 @@ impl TokenizerTask {
     pub fn new(cfg: &TokenizerRunConfig, data_dir: &Path, model: Tokenizer, device: Device) -> Result<Self> {
         cfg.train.validate()?;
         cfg.train.precision.ensure_supported(&device)?;
-        let (train_data, val_data) =
-            open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model), FRAME_FIELD)?;
+        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
         let optim = cfg.train.optim.init_for(&model)?;
         Ok(TokenizerTask {

@@ -18,9 +18,16 @@
 //! Works for every world model ([`World`]): token models (MaskGIT, causal) and diffusion
 //! models, so the dynamics kinds can be compared on the same clips with the same metrics.
 //!
+//! * **Objects** (built-in games, [`objects`]): ball recall and hallucination, ball, paddle
+//!   and brick errors (breakout), view displacement and coins (maze), off-palette pixels — for
+//!   the rollout, the random-action rollout, a copy of the last context frame (the baseline a
+//!   model must beat) and the tokenizer's reconstruction of the true clip (the ceiling).
+//!
 //! Frames are decoded by the tokenizer over the whole sequence (its temporal attention is
 //! causal, so a frame is decoded with its predecessors as context), rounded to `u8` as in
 //! `jinn sample`, and scored with [`jinn_data::metrics`].
+
+pub mod objects;
 
 use crate::nmi::{code_action_counts, nmi, pair_transitions, Normalisation};
 use crate::sample::SamplerConfig;
@@ -30,8 +37,10 @@ use crate::world_model::World;
 use burn::tensor::{Int, Tensor, TensorData};
 use jinn_data::loader::Batch;
 use jinn_data::metrics::{psnr, ssim};
+use jinn_data::objects::Game;
 use jinn_data::FrameShape;
 use jinn_train::{Result, TrainError};
+use objects::{ObjectMetrics, ObjectTally};
 use rand::Rng;
 use serde::Serialize;
 
@@ -45,6 +54,33 @@ pub struct WorldEvalConfig {
     /// Sampler settings; batch `i` samples with seed `sampler.seed + i` (the same for the
     /// inferred- and random-action rollouts), random actions come from `sampler.seed` too.
     pub sampler: SamplerConfig,
+    /// The built-in game the frames show, for the object scores (`None`: no object scores).
+    pub game: Option<Game>,
+}
+
+/// Object tallies of the four kinds of generated frames (see the module docs).
+#[derive(Debug, Clone)]
+struct ObjectTallies {
+    rollout: ObjectTally,
+    random_actions: ObjectTally,
+    copy_last_frame: ObjectTally,
+    reconstruction: ObjectTally,
+}
+
+/// Object scores of the rollout, the random-action rollout, the copy-the-last-frame baseline
+/// and the tokenizer's reconstruction of the true frames.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorldObjectMetrics {
+    /// The game the detector read (`breakout`, `maze`).
+    pub game: String,
+    /// Rollout under the model's own actions (as the rollout PSNR).
+    pub rollout: ObjectMetrics,
+    /// Rollout under uniformly random actions.
+    pub random_actions: ObjectMetrics,
+    /// Every generated frame a copy of the last context frame.
+    pub copy_last_frame: ObjectMetrics,
+    /// The tokenizer's reconstruction of the true frames.
+    pub reconstruction: ObjectMetrics,
 }
 
 /// Running sums over evaluated clips (see [`WorldEval::add_batch`]).
@@ -63,6 +99,7 @@ pub struct WorldEval {
     /// `(LAM code, recorded action)` of every transition seen.
     lam_codes: Vec<i64>,
     true_actions: Vec<i64>,
+    objects: Option<ObjectTallies>,
 }
 
 /// Results of a world-model evaluation (means over clips; per-frame lists are indexed by
@@ -106,6 +143,8 @@ pub struct WorldMetrics {
     /// How often each LAM code (row) met each recorded action (column) over those
     /// transitions; `None` without recorded actions.
     pub code_action_counts: Option<Vec<Vec<usize>>>,
+    /// Object scores, when the frames show a built-in game.
+    pub objects: Option<WorldObjectMetrics>,
 }
 
 impl WorldEval {
@@ -118,6 +157,12 @@ impl WorldEval {
             ));
         }
         let g = cfg.frames;
+        let objects = cfg.game.map(|game| ObjectTallies {
+            rollout: ObjectTally::new(game, g),
+            random_actions: ObjectTally::new(game, g),
+            copy_last_frame: ObjectTally::new(game, g),
+            reconstruction: ObjectTally::new(game, g),
+        });
         Ok(WorldEval {
             cfg,
             clips: 0,
@@ -130,6 +175,7 @@ impl WorldEval {
             random_ssim: vec![0.0; g],
             lam_codes: Vec::new(),
             true_actions: Vec::new(),
+            objects,
         })
     }
 
@@ -225,11 +271,23 @@ impl WorldEval {
         // Rollout with the inferred actions.
         let decoded = to_u8(world.rollout(context.clone(), actions.clone(), s, &sampler).map_err(model_err)?);
         score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.rollout_psnr, &mut self.rollout_ssim)?;
+        let object_err = |e: jinn_data::DataError| TrainError::config("objects", e.to_string());
+        if let Some(o) = &mut self.objects {
+            o.rollout.add(truth, &decoded, shape, [b, s], c).map_err(object_err)?;
+            o.copy_last_frame
+                .add(truth, &copy_last_frame(truth, fb, [b, s], c), shape, [b, s], c)
+                .map_err(object_err)?;
+            let reconstruction = to_u8(world.decode(encoded.clone()).map_err(model_err)?);
+            o.reconstruction.add(truth, &reconstruction, shape, [b, s], c).map_err(object_err)?;
+        }
 
         // The same rollout under uniformly random actions for the generated frames.
         let random = random_actions(world, actions.clone(), c, self.cfg.sampler.seed, self.batches);
         let decoded = to_u8(world.rollout(context, random, s, &sampler).map_err(model_err)?);
         score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.random_psnr, &mut self.random_ssim)?;
+        if let Some(o) = &mut self.objects {
+            o.random_actions.add(truth, &decoded, shape, [b, s], c).map_err(object_err)?;
+        }
 
         // Teacher-forced next frame: frame t from the true frames 0..t.
         let la = actions.dims()[2];
@@ -290,8 +348,28 @@ impl WorldEval {
             nmi_transitions: self.lam_codes.len(),
             code_action_counts: (!self.lam_codes.is_empty())
                 .then(|| code_action_counts(&self.lam_codes, &self.true_actions)),
+            objects: self.objects.as_ref().map(|o| WorldObjectMetrics {
+                game: o.rollout.game().name().to_string(),
+                rollout: o.rollout.finish(),
+                random_actions: o.random_actions.finish(),
+                copy_last_frame: o.copy_last_frame.finish(),
+                reconstruction: o.reconstruction.finish(),
+            }),
         })
     }
+}
+
+/// `truth` `[b, s, h, w, c]` u8 with every frame from `context` on replaced by the last
+/// context frame of its clip.
+fn copy_last_frame(truth: &[u8], fb: usize, [b, s]: [usize; 2], context: usize) -> Vec<u8> {
+    let mut out = truth[..b * s * fb].to_vec();
+    for bi in 0..b {
+        let last = (bi * s + context - 1) * fb;
+        for t in context..s {
+            out.copy_within(last..last + fb, (bi * s + t) * fb);
+        }
+    }
+    out
 }
 
 /// The batch's recorded actions of the first `b` clips `[b, S]` when it records exactly one

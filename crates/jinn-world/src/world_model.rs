@@ -161,6 +161,19 @@ impl World<'_> {
         })
     }
 
+    /// Decode `encoded` frames back to `[B, T, H, W, C]` in `[0, 1]` (the tokenizer's
+    /// reconstruction).
+    pub fn decode(&self, encoded: Encoded) -> std::result::Result<Tensor<5>, NnError> {
+        match (self, encoded) {
+            (World::Tokens(g), Encoded::Tokens(tokens)) => g.tokenizer.decode(tokens),
+            (World::Diffusion(g), Encoded::Latents(latents)) => g.tokenizer.decode(latents),
+            _ => Err(NnError::InvalidConfig {
+                field: "encoded",
+                reason: "encoded frames of the other model family (tokens vs latents)".into(),
+            }),
+        }
+    }
+
     /// Roll out from the encoded `context` (`C` frames) to `frames` frames under `actions`
     /// `[B, frames−1, La]` with the model's sampler, and decode all frames
     /// `[B, frames, H, W, C]` in `[0, 1]` (the context decoded too).

@@ -1,5 +1,6 @@
 //! `jinn eval …`: evaluate a trained checkpoint on a dataset split.
 
+pub mod play;
 mod tokenizer;
 pub mod world;
 
@@ -14,6 +15,10 @@ pub enum EvalCommand {
     /// Next-frame and rollout PSNR/SSIM, controllability ΔPSNR and LAM/true-action NMI of a
     /// world model (dynamics run) on a split; writes metrics.json.
     World(world::EvalWorldArgs),
+    /// Play a breakout world model through `jinn play`'s HTTP API as a person would: do the
+    /// left/right keys steer the paddle, does the ball stay in play, do the frames stay on the
+    /// game's palette; writes metrics.json.
+    Play(play::EvalPlayArgs),
 }
 
 /// Run an evaluation subcommand.
@@ -21,5 +26,6 @@ pub fn run(cmd: EvalCommand) -> anyhow::Result<()> {
     match cmd {
         EvalCommand::Tokenizer(a) => tokenizer::run(a),
         EvalCommand::World(a) => world::run(a),
+        EvalCommand::Play(a) => play::run(a),
     }
 }

@@ -3,6 +3,7 @@
 use crate::args::parse_frame_shape;
 use anyhow::{bail, Context};
 use jinn_data::FrameShape;
+mod action_keys;
 mod genie_world;
 mod lm_text;
 

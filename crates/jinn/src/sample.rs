@@ -10,7 +10,7 @@ use jinn_data::font::draw_text;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::metrics::{psnr, ssim};
-use jinn_world::{frames_to_unit, load_world, World};
+use jinn_world::{frames_to_u8, frames_to_unit, load_world, World};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -85,10 +85,11 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
     let world = model.view();
     let s = a.context + a.frames;
     let split = a.data.join(&a.split);
-    let dataset = Dataset::open(&split, s, None)
+    let grid = world.grid();
+    let want = jinn_data::FrameShape { height: grid.height, width: grid.width, channels: grid.channels };
+    let dataset = Dataset::open_for_model(&split, s, want)
         .with_context(|| format!("--data {}: opening split '{}'", a.data.display(), a.split))?;
     let shape = dataset.frame_shape();
-    let grid = world.grid();
     if (shape.height, shape.width, shape.channels) != (grid.height, grid.width, grid.channels) {
         bail!(
             "{}: frames are {}×{}×{} but the model was trained on {}×{}×{}",
@@ -113,12 +114,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
     let cfg = a.sampler.config(a.seed);
     let started = Instant::now();
     let generated = world.rollout(context, actions, s, &cfg).context("sampling the rollout")?; // [1, s, h, w, c]
-    let generated: Vec<u8> = generated
-        .try_into_vec_as::<f32>()
-        .expect("float tensor data")
-        .iter()
-        .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
-        .collect();
+    let generated = frames_to_u8(generated);
     let frames_per_s = a.frames as f64 / started.elapsed().as_secs_f64().max(1e-9);
 
     let fb = shape.frame_bytes();

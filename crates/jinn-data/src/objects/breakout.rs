@@ -27,6 +27,13 @@ pub struct BreakoutObjects {
     pub standing: [[bool; BRICK_COLS]; BRICK_ROWS],
 }
 
+/// The least and the greatest paddle centre x (px) in frames of `shape`: the paddle stops at
+/// the side walls.
+pub fn breakout_paddle_range(shape: FrameShape) -> [f64; 2] {
+    let px = |l: i32| l as f64 * shape.width as f64 / LOGICAL_SIZE as f64;
+    [px(SIDE_WALL) + px(PADDLE_W) / 2.0, px(LOGICAL_SIZE - SIDE_WALL) - px(PADDLE_W) / 2.0]
+}
+
 /// Read the ball, paddle and bricks of a breakout frame, `[H, W, 3]` u8 of `shape`.
 ///
 /// - Ball: pixels below the top wall whose darkest channel is far brighter than in any other

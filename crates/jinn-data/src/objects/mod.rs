@@ -24,7 +24,7 @@ mod maze;
 #[cfg(test)]
 mod tests;
 
-pub use breakout::{detect_breakout, BreakoutObjects};
+pub use breakout::{breakout_paddle_range, detect_breakout, BreakoutObjects};
 pub use maze::{detect_maze, maze_displacement, MazeObjects};
 
 use crate::envs::raster::{to_pixels, Rgb};
@@ -61,6 +61,14 @@ impl Game {
             "breakout" => Some(Game::Breakout),
             "maze" => Some(Game::Maze),
             _ => None,
+        }
+    }
+
+    /// The environment's name ([`Game::from_env_name`]'s inverse).
+    pub fn name(self) -> &'static str {
+        match self {
+            Game::Breakout => "breakout",
+            Game::Maze => "maze",
         }
     }
 

@@ -321,3 +321,20 @@ fn bad_frames_and_names_are_errors() {
     let seen = detect_breakout(&frame, shape).unwrap();
     assert_eq!((seen.ball, seen.paddle_x, seen.bricks), (None, None, 0));
 }
+
+#[test]
+fn the_paddle_range_ends_where_the_walls_stop_the_paddle() {
+    for (h, w) in [(64, 64), (48, 80)] {
+        let shape = FrameShape { height: h, width: w, channels: 3 };
+        let [lo, hi] = breakout_paddle_range(shape);
+        for (action, end) in [(1, lo), (2, hi)] {
+            let mut game = Breakout::new(shape);
+            game.reset(5);
+            for _ in 0..30 {
+                game.step(action).unwrap();
+            }
+            let x = detect_breakout(&render(&game), shape).unwrap().paddle_x.unwrap();
+            assert!((x - end).abs() <= 0.5, "{h}x{w}, action {action}: paddle at {x}, range end {end}");
+        }
+    }
+}

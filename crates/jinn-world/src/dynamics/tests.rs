@@ -17,6 +17,7 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
         reversible: false,
         denoise_steps: 8,
         lam_code_embedding: false,
+        changed_token_weight: 1.0,
     }
 }
 

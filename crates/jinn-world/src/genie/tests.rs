@@ -39,6 +39,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         reversible: false,
         denoise_steps: 8,
         lam_code_embedding: false,
+        changed_token_weight: 1.0,
     }
 }
 

@@ -19,6 +19,7 @@ fn tiny_with(kind: DynamicsKind, reversible: bool) -> Dynamics {
         reversible,
         denoise_steps: 8,
         lam_code_embedding: false,
+        changed_token_weight: 1.0,
     };
     let device = Device::flex();
     device.seed(7);

@@ -50,6 +50,7 @@ fn config() -> WorldEvalConfig {
         context: 1,
         frames: S - 1,
         sampler: SamplerConfig { maskgit_steps: 3, argmax: true, ..SamplerConfig::default() },
+        game: None,
     }
 }
 

@@ -8,6 +8,9 @@ use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Loader, LoaderConfig};
+use jinn_data::objects::Game;
+use jinn_world::world_eval::objects::ObjectScores;
+use jinn_world::world_eval::WorldObjectMetrics;
 use jinn_world::{load_world, DynamicsKind, WorldEval, WorldEvalConfig, WorldMetrics};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -134,7 +137,9 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
     let s = a.context + a.frames;
     let split = a.data.join(&a.split);
-    let dataset = Dataset::open(&split, s, None).with_context(|| {
+    let grid = model.view().grid();
+    let want = jinn_data::FrameShape { height: grid.height, width: grid.width, channels: grid.channels };
+    let dataset = Dataset::open_for_model(&split, s, want).with_context(|| {
         format!("--data {}: opening split '{}' (episodes of ≥ {s} frames)", a.data.display(), a.split)
     })?;
     let loader_cfg = LoaderConfig {
@@ -144,9 +149,10 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         threads: 0,
         ..Default::default()
     };
+    let game = dataset.metadata().and_then(|m| Game::from_env_name(&m.env));
     let mut loader = Loader::new(Arc::new(dataset), loader_cfg)?;
     let sampler = a.sampler.config(a.seed);
-    let mut eval = WorldEval::new(WorldEvalConfig { context: a.context, frames: a.frames, sampler })?;
+    let mut eval = WorldEval::new(WorldEvalConfig { context: a.context, frames: a.frames, sampler, game })?;
     eprintln!(
         "evaluating {} at step {step} on {}: {} clips, {} context + {} generated frames",
         a.ckpt.display(),
@@ -230,14 +236,80 @@ pub fn print_table(m: &WorldMetrics) {
             println!("  {code:>5} {}", cells.join(""));
         }
     }
-    println!("  {:>5} {:>12} {:>12} {:>9}", "frame", "rollout PSNR", "rollout SSIM", "ΔPSNR");
+    if let Some(o) = &m.objects {
+        print_object_table(o);
+    }
+    let objects = m.objects.as_ref().map(|o| &o.rollout.per_frame);
+    let ball = |i: usize| objects.map_or(String::new(), |f| fmt_share(f[i].ball_recall));
+    let ball_err = |i: usize| objects.map_or(String::new(), |f| fmt_px(f[i].ball_error_median));
+    let header =
+        if objects.is_some() { format!(" {:>11} {:>9}", "ball recall", "ball err") } else { String::new() };
+    println!("  {:>5} {:>12} {:>12} {:>9}{header}", "frame", "rollout PSNR", "rollout SSIM", "ΔPSNR");
     for i in 0..m.frames {
+        let extra =
+            if objects.is_some() { format!(" {:>11} {:>9}", ball(i), ball_err(i)) } else { String::new() };
         println!(
-            "  {:>5} {:>12.2} {:>12.4} {:>9.2}",
+            "  {:>5} {:>12.2} {:>12.4} {:>9.2}{extra}",
             m.context + i,
             m.rollout_psnr_per_frame[i],
             m.rollout_ssim_per_frame[i],
             m.delta_psnr_per_frame[i]
         );
     }
+}
+
+/// A share with two decimals, or `n/a`.
+fn fmt_share(v: Option<f64>) -> String {
+    v.map_or("n/a".to_string(), |v| format!("{v:.2}"))
+}
+
+/// A pixel distance with one decimal, or `n/a`.
+fn fmt_px(v: Option<f64>) -> String {
+    v.map_or("n/a".to_string(), |v| format!("{v:.1}"))
+}
+
+/// The object table: one row per kind of generated frames, the game's columns.
+pub fn print_object_table(o: &WorldObjectMetrics) {
+    let rows: [(&str, &ObjectScores); 4] = [
+        ("model rollout", &o.rollout.overall),
+        ("random actions", &o.random_actions.overall),
+        ("copy last context frame", &o.copy_last_frame.overall),
+        ("tokenizer reconstruction", &o.reconstruction.overall),
+    ];
+    println!("  objects ({}, read off the frames by the same detector as the ground truth):", o.game);
+    if o.game == "maze" {
+        println!("  {:<26} {:>13} {:>10} {:>11}", "", "displacement", "coin err", "off-palette");
+        println!("  {:<26} {:>13} {:>10} {:>11}", "", "wrong", "(mean)", "share");
+        for (name, r) in rows {
+            println!(
+                "  {name:<26} {:>13} {:>10} {:>11.4}",
+                fmt_share(r.displacement_error),
+                fmt_px(r.coin_error_mean),
+                r.off_palette_share
+            );
+        }
+        return;
+    }
+    println!(
+        "  {:<26} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11}",
+        "", "ball", "ball", "ball err", "ball err", "paddle", "brick", "off-palette"
+    );
+    println!(
+        "  {:<26} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11}",
+        "", "recall", "halluc.", "median", "p90", "err med", "err", "share"
+    );
+    for (name, r) in rows {
+        println!(
+            "  {name:<26} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11.4}",
+            fmt_share(r.ball_recall),
+            fmt_share(r.ball_hallucination),
+            fmt_px(r.ball_error_median),
+            fmt_px(r.ball_error_p90),
+            fmt_px(r.paddle_error_median),
+            fmt_px(r.brick_error_mean),
+            r.off_palette_share
+        );
+    }
+    println!("  targets: ball recall ≥ 0.9, hallucination ≤ 0.05, ball error median ≤ 3 px and p90 ≤ 8 px,");
+    println!("  paddle error median ≤ 1 px; errors in px of the frame, brick error in bricks");
 }

@@ -3,15 +3,17 @@
 //! frames' tokens (MaskGIT or causal sampler, KV-cached within the window), then decodes the
 //! window and returns its newest frame.
 
+use super::action_keys::{latent_buttons, recorded_buttons};
 use anyhow::Context;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
-use jinn_data::envs::make_env;
+use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::FrameShape;
 use jinn_serve::{ActionInfo, Frame, ModelError, ModelInfo, SplitInfo, StartSource, WorldModel, WorldState};
-use jinn_world::{frames_to_unit, load_genie, sample, Genie, SamplerConfig};
+use jinn_world::nmi::{code_action_counts, pair_transitions};
+use jinn_world::{frames_to_u8, frames_to_unit, load_genie, sample, Genie, SamplerConfig};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Frames a play step shows the dynamics unless told otherwise: each step re-runs the window's
 /// context and decodes it, so latency grows with it.
@@ -22,7 +24,9 @@ pub struct GenieWorld {
     /// The model; Burn modules are used from one thread at a time.
     genie: Mutex<Genie>,
     info: ModelInfo,
-    /// Action vectors `[A, La]`: the LAM's codebook or the recorded-action embeddings.
+    /// Action vectors `[A, La]` that action ids index, exactly as the dynamics was trained
+    /// ([`Genie::action_table`]: the LAM's code embeddings or codebook, or the recorded-action
+    /// embeddings).
     action_table: Tensor<2>,
     /// Frames the dynamics sees at once (at most its training `seq_len`).
     window: usize,
@@ -67,6 +71,24 @@ impl GenieWorld {
         let (genie, _cfg, step) = load_genie(run, &device)
             .with_context(|| format!("--ckpt {}: loading the world model", run.display()))?;
         let trained = trained_seq_len(run).unwrap_or(DEFAULT_WINDOW).max(2);
+        let name = format!(
+            "{} (step {step}, {:?} dynamics)",
+            run.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            genie.dynamics.kind()
+        );
+        Self::new(genie, name, trained, data, sampler, window)
+    }
+
+    /// Serve `genie`, trained on `trained`-frame clips, under `name` (see [`GenieWorld::load`]).
+    pub fn new(
+        genie: Genie,
+        name: String,
+        trained: usize,
+        data: Option<&Path>,
+        sampler: SamplerConfig,
+        window: Option<usize>,
+    ) -> anyhow::Result<Self> {
+        let device = genie.action_table().device();
         let window = match window {
             None => trained.min(DEFAULT_WINDOW),
             Some(w) if (2..=trained).contains(&w) => w,
@@ -76,16 +98,12 @@ impl GenieWorld {
         };
         let grid = genie.tokenizer.grid();
         let frame = FrameShape { height: grid.height, width: grid.width, channels: grid.channels };
-        let (action_table, actions) = action_table_and_labels(&genie, data)?;
+        let action_table = genie.action_table();
+        let actions = action_buttons(&genie, data, frame, trained.min(NAMING_CLIP_FRAMES), &device)?;
         let splits = match data {
             Some(d) => list_splits(d, frame)?,
             None => Vec::new(),
         };
-        let name = format!(
-            "{} (step {step}, {:?} dynamics)",
-            run.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            genie.dynamics.kind()
-        );
         let tokens_per_frame = grid.num_patches();
         let info = ModelInfo { name, frame, actions, max_start_frames: window - 1, splits };
         Ok(GenieWorld {
@@ -107,6 +125,20 @@ impl GenieWorld {
             Some(pool) => pool.install(job),
             None => job(),
         }
+    }
+
+    /// The tokenizer's reconstruction of `frames` (`[T, H, W, C]` u8 of `shape`), one frame
+    /// per entry: what the model's own frames look like at best.
+    pub fn reconstruct(&self, frames: &[u8], shape: FrameShape) -> anyhow::Result<Vec<Vec<u8>>> {
+        let t = frames.len() / shape.frame_bytes();
+        self.on_pool(|| {
+            let genie = self.genie.lock().map_err(|_| anyhow::anyhow!("model lock poisoned"))?;
+            let video =
+                frames_to_unit(frames, [1, t, shape.height, shape.width, shape.channels], &self.device);
+            let decoded = genie.tokenizer.decode(genie.tokenizer.encode(video)?)?; // [1, t, h, w, c]
+            let pixels = frames_to_u8(decoded);
+            Ok(pixels.chunks_exact(shape.frame_bytes()).map(<[u8]>::to_vec).collect())
+        })
     }
 
     /// Frames as a `[1, T, H, W, C]` tensor in `[0, 1]`.
@@ -144,7 +176,7 @@ impl WorldModel for GenieWorld {
                 .ok_or_else(|| ModelError::NotFound("the dataset has no splits".into()))?,
             (_, false) => return Err(ModelError::NotFound(format!("no split '{split}' in the dataset"))),
         };
-        let dataset = Dataset::open(&data.join(&split), 1, Some(self.info.frame))
+        let dataset = Dataset::open_for_model(&data.join(&split), 1, self.info.frame)
             .map_err(|e| ModelError::Failed(e.to_string()))?;
         let Some(&r) = dataset.records().get(episode) else {
             return Err(ModelError::NotFound(format!(
@@ -158,8 +190,11 @@ impl WorldModel for GenieWorld {
                 r.len
             )));
         }
-        let window = dataset.read_window(r, frame, 1).map_err(|e| ModelError::Failed(e.to_string()))?;
-        Ok(vec![Frame::new(self.info.frame, window.frames)?])
+        // As much real context as a step shows the dynamics, within the episode.
+        let count = self.info.max_start_frames.min(r.len as usize - frame);
+        let window = dataset.read_window(r, frame, count).map_err(|e| ModelError::Failed(e.to_string()))?;
+        let fb = self.info.frame.frame_bytes();
+        window.frames.chunks_exact(fb).map(|f| Frame::new(self.info.frame, f.to_vec())).collect()
     }
 
     fn start(&self, frames: &[Frame]) -> Result<WorldState, ModelError> {
@@ -182,10 +217,19 @@ impl GenieWorld {
             )));
         }
         let genie = self.genie.lock().map_err(|_| ModelError::Failed("model lock poisoned".into()))?;
-        let tokens = genie.tokenizer.encode(self.video(frames)).map_err(failed)?; // [1, T, N]
+        let video = self.video(frames); // [1, T, H, W, C]
+        let tokens = genie.tokenizer.encode(video.clone()).map_err(failed)?; // [1, T, N]
         let tokens: Vec<i64> = tokens.try_into_vec_as::<i64>().map_err(|e| failed(format!("{e:?}")))?;
-        // Transitions between uploaded frames are unknown: take action 0 for them.
-        let actions = vec![0; frames.len() - 1];
+        // The transitions between start frames: the LAM's codes for them, as in training;
+        // without a LAM (recorded actions) they are unknown and take action 0.
+        let actions = match (&genie.lam, frames.len()) {
+            (Some(_), 2..) => {
+                let (_, ids) = genie.latent_actions(video, None).map_err(failed)?;
+                let ids = ids.ok_or_else(|| failed("the LAM returned no codes"))?; // [T − 1]
+                ids.try_into_vec_as::<i64>().map_err(|e| failed(format!("{e:?}")))?
+            }
+            _ => vec![0; frames.len() - 1],
+        };
         Ok(WorldState::new(Session { tokens, actions, steps: 0 }))
     }
 
@@ -210,12 +254,7 @@ impl GenieWorld {
             SamplerConfig { seed: self.sampler.seed.wrapping_add(session.steps), ..self.sampler.clone() };
         let rollout = sample(&genie.dynamics, ctx, actions, context + 1, &cfg).map_err(failed)?;
         let video = genie.tokenizer.decode(rollout.token_tensor(&self.device)).map_err(failed)?; // [1, C+1, h, w, c]
-        let pixels: Vec<u8> = video
-            .try_into_vec_as::<f32>()
-            .map_err(|e| failed(format!("{e:?}")))?
-            .iter()
-            .map(|&v| (v.clamp(0.0, 1.0) * 255.0).round() as u8)
-            .collect();
+        let pixels = frames_to_u8(video);
         let fb = self.info.frame.frame_bytes();
         let newest = pixels[context * fb..(context + 1) * fb].to_vec();
         session.tokens.extend_from_slice(&rollout.tokens[context * n..(context + 1) * n]);
@@ -235,49 +274,87 @@ fn trained_seq_len(run: &Path) -> Option<usize> {
     ckpt.state.config.get("data")?.get("seq_len")?.as_u64().map(|v| v as usize)
 }
 
-/// The action vectors and the page's buttons: latent codes `0..A−1`, or the recorded actions
-/// (named after the dataset's built-in game when `data` names one).
-fn action_table_and_labels(
+/// Clips of this many frames (at most the training length) name the latent codes.
+const NAMING_CLIP_FRAMES: usize = 16;
+/// Clips whose transitions name the latent codes (480 transitions at 16 frames).
+const NAMING_CLIPS: usize = 32;
+
+/// The page's buttons (see [`super::action_keys`]): latent codes named by the recorded action
+/// they co-occur with in `data` (when it records actions), or the recorded actions by name.
+fn action_buttons(
     genie: &Genie,
     data: Option<&Path>,
-) -> anyhow::Result<(Tensor<2>, Vec<ActionInfo>)> {
-    let (table, names): (Tensor<2>, Vec<String>) = match (&genie.lam, &genie.action_embed) {
-        (Some(lam), _) => {
-            let table = lam.vq.codebook.val();
-            let k = table.dims()[0];
-            (table, (0..k).map(|i| format!("latent {i}")).collect())
-        }
-        (None, Some(embed)) => {
-            let table = embed.val();
-            let k = table.dims()[0];
-            (table, recorded_action_names(data, k))
-        }
-        (None, None) => anyhow::bail!("the model has neither a LAM nor action embeddings"),
+    frame: FrameShape,
+    clip_frames: usize,
+    device: &Device,
+) -> anyhow::Result<Vec<ActionInfo>> {
+    let k = genie.action_table().dims()[0];
+    let names = data.map(recorded_action_names).unwrap_or_default();
+    if genie.lam.is_none() {
+        let names = if names.len() == k { names } else { (0..k).map(|i| i.to_string()).collect() };
+        return Ok(recorded_buttons(&names));
+    }
+    let counts = match data {
+        Some(d) => lam_code_counts(genie, d, frame, clip_frames.max(2), device)?,
+        None => None,
     };
-    let keys = ["ArrowLeft", "ArrowRight", " ", "ArrowUp", "ArrowDown"];
-    let actions = names
-        .into_iter()
-        .enumerate()
-        .map(|(i, label)| ActionInfo {
-            id: i as u32,
-            label,
-            key: keys.get(i).map(|k| k.to_string()),
-            description: None,
-        })
-        .collect();
-    Ok((table, actions))
+    if let Some(counts) = &counts {
+        let buttons = latent_buttons(Some(counts), k, &names);
+        let named: Vec<String> = buttons.iter().map(|b| format!("{} = {}", b.id, b.label)).collect();
+        eprintln!("latent actions, named by the recorded actions they co-occur with: {}", named.join(", "));
+    }
+    Ok(latent_buttons(counts.as_deref(), k, &names))
 }
 
-/// Names of `k` recorded actions: the built-in game's when the dataset's metadata names one
-/// with `k` actions, else their numbers.
-fn recorded_action_names(data: Option<&Path>, k: usize) -> Vec<String> {
-    let env = data
-        .and_then(|d| jinn_data::metadata::DatasetMetadata::load(&d.join("metadata.json")).ok())
-        .and_then(|m| make_env(&m.env, FrameShape { height: 64, width: 64, channels: 3 }, 0).ok());
-    match env {
-        Some(env) if env.num_actions() == k => env.action_names().iter().map(|s| s.to_string()).collect(),
-        _ => (0..k).map(|i| i.to_string()).collect(),
+/// How often each LAM code met each recorded action over [`NAMING_CLIPS`] clips of the first
+/// split of `data` (train, val, test); `None` when the data records no single action per frame.
+fn lam_code_counts(
+    genie: &Genie,
+    data: &Path,
+    frame: FrameShape,
+    clip_frames: usize,
+    device: &Device,
+) -> anyhow::Result<Option<Vec<Vec<usize>>>> {
+    let Some(split) = ["train", "val", "test"]
+        .iter()
+        .map(|s| data.join(s))
+        .find(|d| jinn_data::dataset::has_record_files(d))
+    else {
+        return Ok(None);
+    };
+    let dataset = Dataset::open_for_model(&split, clip_frames, frame)
+        .with_context(|| format!("--data {}: opening {}", data.display(), split.display()))?;
+    if dataset.records().is_empty() {
+        return Ok(None);
     }
+    let batch_size = 4;
+    let cfg = LoaderConfig { batch_size, seq_len: clip_frames, seed: 0, threads: 0, ..Default::default() };
+    let mut loader = Loader::new(Arc::new(dataset), cfg)?;
+    let (mut codes, mut actions) = (Vec::new(), Vec::new());
+    for _ in 0..NAMING_CLIPS / batch_size {
+        let batch = loader.next().with_context(|| format!("{}: no clip", split.display()))??;
+        let Some(recorded) = batch.actions.as_ref().filter(|_| batch.action_dims == 1) else {
+            return Ok(None);
+        };
+        let (b, s) = (batch.batch_size, batch.seq_len);
+        let videos = frames_to_unit(&batch.videos, [b, s, frame.height, frame.width, frame.channels], device);
+        let (_, ids) = genie.latent_actions(videos, None)?;
+        let ids: Vec<i64> = match ids {
+            Some(ids) => ids.try_into_vec_as::<i64>().map_err(|e| anyhow::anyhow!("{e:?}"))?, // [b·(s−1)]
+            None => return Ok(None),
+        };
+        pair_transitions(&ids, recorded, b, s, &mut codes, &mut actions);
+    }
+    Ok(Some(code_action_counts(&codes, &actions)))
+}
+
+/// Names of the recorded actions of `data`: the built-in game's or CoinRun's when the
+/// dataset's metadata names one, else none.
+fn recorded_action_names(data: &Path) -> Vec<String> {
+    jinn_data::metadata::DatasetMetadata::load(&data.join("metadata.json"))
+        .ok()
+        .and_then(|m| jinn_data::metadata::action_names(&m.env, m.num_actions))
+        .unwrap_or_default()
 }
 
 /// The splits under `data` whose frames have the model's shape.
@@ -285,10 +362,11 @@ fn list_splits(data: &Path, frame: FrameShape) -> anyhow::Result<Vec<SplitInfo>>
     let mut splits = Vec::new();
     for name in ["train", "val", "test"] {
         let dir = data.join(name);
-        if !dir.is_dir() {
+        // Jasmine's generators leave an empty folder for a split of no episodes.
+        if !jinn_data::dataset::has_record_files(&dir) {
             continue;
         }
-        let ds = Dataset::open(&dir, 1, Some(frame))
+        let ds = Dataset::open_for_model(&dir, 1, frame)
             .with_context(|| format!("--data {}: opening split '{name}'", data.display()))?;
         splits.push(SplitInfo { name: name.to_string(), episodes: ds.records().len() });
     }
@@ -297,3 +375,6 @@ fn list_splits(data: &Path, frame: FrameShape) -> anyhow::Result<Vec<SplitInfo>>
     }
     Ok(splits)
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,7 @@ use super::report::{check_fresh_out, print_summary};
 use super::run_args::RunArgs;
 use anyhow::{bail, Context};
 use burn::tensor::Device;
-use jinn_data::dataset::Dataset;
+use jinn_data::metadata::DatasetMetadata;
 use jinn_data::rng::derive_seed;
 use jinn_train::train_loop::{run as run_loop, TrainTask};
 use jinn_world::{
@@ -49,11 +49,14 @@ pub fn run(a: DynamicsArgs) -> anyhow::Result<()> {
         (Some(dir), _) => ActionSource::LamRun(dir),
         (None, Some("gt")) => {
             let train = r.data.join("train");
-            let ds = Dataset::open(&train, cfg.data.seq_len, None)?;
-            let Some(num_actions) = ds.metadata().and_then(|m| m.num_actions) else {
+            let meta = match DatasetMetadata::find(&train) {
+                Some(path) => Some(DatasetMetadata::load(&path)?),
+                None => None,
+            };
+            let Some(num_actions) = meta.and_then(|m| m.num_actions) else {
                 bail!(
                     "--actions gt: {} has no num_actions in its metadata.json (no recorded actions)",
-                    train.display()
+                    r.data.display()
                 );
             };
             ActionSource::GroundTruth { num_actions }

@@ -1,0 +1,380 @@
+//! `jinn eval play`: play a world model of breakout as a person would — through `jinn play`'s
+//! HTTP API on a loopback socket — and measure what they would notice:
+//!
+//! * **steering**: from start frames of a split, hold the key named `left` (then, from the
+//!   same start, `right`) for `--hold` steps; the paddle's position, read off the returned
+//!   frames by the object detector, must move that way (by ≥ 8 px of a 64-px frame, scaled to
+//!   the frame width, wherever the paddle has room);
+//! * **ball in play**: from frames where the ball is in flight, take `--play-steps` steps of
+//!   random keys; the share of frames showing a ball, beside the same share over the real
+//!   continuation of those episodes;
+//! * **off-palette pixels** of the played frames, beside their share in the tokenizer's
+//!   reconstructions of the real frames (blur is not an artefact).
+//!
+//! The keys are the play page's: the session API is driven with the action ids the page binds
+//! to ArrowLeft and ArrowRight, so a model whose keys mean nothing fails here.
+
+use crate::play::{GenieWorld, PLAY_MASKGIT_STEPS};
+use anyhow::{bail, Context};
+use jinn_data::atomic_file::write_atomically;
+use jinn_data::dataset::Dataset;
+use jinn_data::objects::{
+    breakout_paddle_range, detect_breakout, off_palette_share, Game, DEFAULT_OFF_PALETTE_THRESHOLD,
+};
+use jinn_data::FrameShape;
+use jinn_serve::api::FrameReply;
+use jinn_serve::png::{decode_png, from_base64};
+use jinn_serve::{Frame, Limits, ServeConfig, Server, WorldModel};
+use rand::Rng;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Arguments of `jinn eval play`.
+#[derive(clap::Args, Clone)]
+pub struct EvalPlayArgs {
+    /// Dynamics run directory (its newest good checkpoint).
+    #[arg(long)]
+    pub ckpt: PathBuf,
+    /// Dataset directory: names the latent actions (as `jinn play`) and gives the start frames.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Split the start frames come from.
+    #[arg(long, default_value = "val")]
+    pub split: String,
+    /// Start points for each measurement.
+    #[arg(long, default_value_t = 8)]
+    pub starts: usize,
+    /// Steps each steering key is held.
+    #[arg(long, default_value_t = 8)]
+    pub hold: usize,
+    /// Steps of play from frames with the ball in flight.
+    #[arg(long, default_value_t = 30)]
+    pub play_steps: usize,
+    /// MaskGIT refinement steps per frame (default: `jinn play`'s).
+    #[arg(long, default_value_t = PLAY_MASKGIT_STEPS)]
+    pub maskgit_steps: usize,
+    /// Frames the dynamics sees per step (default: `jinn play`'s).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Take the most likely token instead of sampling.
+    #[arg(long)]
+    pub argmax: bool,
+    /// Seed of the start points, the random keys and the sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output directory (gets metrics.json).
+    #[arg(long, default_value = "eval-play")]
+    pub out: PathBuf,
+}
+
+/// One steering trial: the paddle's centre before and after holding each key.
+#[derive(Debug, Clone, Serialize)]
+pub struct SteeringTrial {
+    /// Episode and frame of the split the session started from (its last start frame).
+    pub episode: usize,
+    /// Frame index within the episode.
+    pub frame: usize,
+    /// Paddle centre x (px) in the start frame.
+    pub paddle_x: f64,
+    /// Paddle displacement (px) after holding left; `None` when no paddle was found.
+    pub left_dx: Option<f64>,
+    /// Paddle displacement (px) after holding right.
+    pub right_dx: Option<f64>,
+    /// Whether the paddle had room to move the required distance left / right.
+    pub room: [bool; 2],
+}
+
+/// What `jinn eval play` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlayMetrics {
+    /// Action ids driven as left and right, with their labels.
+    pub left: (u32, String),
+    /// See `left`.
+    pub right: (u32, String),
+    /// Required paddle movement (px) over the hold (8 px at 64 px width).
+    pub required_px: f64,
+    /// Steering trials.
+    pub steering: Vec<SteeringTrial>,
+    /// Trials with room that moved the required distance the right way, over trials with
+    /// room (left and right counted separately).
+    pub steering_pass: f64,
+    /// Share of played frames showing a ball (from frames with the ball in flight).
+    pub ball_present: f64,
+    /// The same share over the real continuation of those episodes.
+    pub ball_present_real: f64,
+    /// Mean off-palette share of the played frames.
+    pub off_palette: f64,
+    /// Mean off-palette share of the tokenizer's reconstructions of real frames.
+    pub off_palette_reconstruction: f64,
+}
+
+/// Run `jinn eval play` and print its report.
+pub fn run(a: EvalPlayArgs) -> anyhow::Result<()> {
+    let m = evaluate_play(&a)?;
+    print_report(&m, &a);
+    println!("metrics written to {}", a.out.join("metrics.json").display());
+    Ok(())
+}
+
+/// Serve the model on a loopback port, play it, write `a.out/metrics.json`.
+pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
+    if a.starts == 0 || a.hold == 0 || a.play_steps == 0 {
+        bail!("--starts, --hold and --play-steps must be ≥ 1");
+    }
+    let sampler = jinn_world::SamplerConfig {
+        maskgit_steps: a.maskgit_steps,
+        argmax: a.argmax,
+        seed: a.seed,
+        ..Default::default()
+    };
+    let world = Arc::new(GenieWorld::load(&a.ckpt, Some(&a.data), sampler, a.window)?);
+    let info = world.info().clone();
+    let shape = info.frame;
+    let by_key = |key: &str| {
+        info.actions.iter().find(|b| b.key.as_deref() == Some(key)).map(|b| (b.id, b.label.clone()))
+    };
+    let labels: Vec<&str> = info.actions.iter().map(|b| b.label.as_str()).collect();
+    let (Some(left), Some(right)) = (by_key("ArrowLeft"), by_key("ArrowRight")) else {
+        bail!(
+            "--ckpt {}: no action is bound to ArrowLeft and ArrowRight (actions: {}); latent codes are \
+             named by the recorded actions of --data, so the data must record breakout's actions",
+            a.ckpt.display(),
+            labels.join(", ")
+        );
+    };
+    let dataset = Dataset::open_for_model(&a.data.join(&a.split), 1, shape)
+        .with_context(|| format!("--data {}: opening split '{}'", a.data.display(), a.split))?;
+    if dataset.records().is_empty() {
+        bail!("--data {}: split '{}' has no episodes", a.data.display(), a.split);
+    }
+
+    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    let limits = Limits { max_sessions: 4, ..Limits::default() };
+    let config = ServeConfig { bind: "127.0.0.1:0".parse()?, limits };
+    let server = rt
+        .block_on(Server::start(world.clone() as Arc<dyn WorldModel>, config))
+        .context("starting the server")?;
+    let client = PlayClient::new(format!("http://{}", server.local_addr()), &a.split, shape);
+    let context = info.max_start_frames;
+    let mut rng = jinn_data::rng::rng_for(a.seed, "eval-play", 0);
+    let required_px = 8.0 * shape.width as f64 / 64.0;
+    let [lo, hi] = breakout_paddle_range(shape);
+
+    // Steering: the same start, left then right.
+    let mut steering = Vec::new();
+    for i in 0..a.starts {
+        let episode = i % dataset.records().len();
+        let len = dataset.records()[episode].len as usize;
+        if len < context {
+            continue;
+        }
+        let first = rng.random_range(0..=len - context);
+        let hold = |action: u32| -> anyhow::Result<(Option<f64>, Option<f64>)> {
+            let (id, start) = client.create(episode, first)?;
+            let x0 = detect_breakout(&start.pixels, shape)?.paddle_x;
+            let mut last = start;
+            for _ in 0..a.hold {
+                last = client.step(&id, action)?;
+            }
+            client.delete(&id);
+            Ok((x0, detect_breakout(&last.pixels, shape)?.paddle_x))
+        };
+        let (x0, left_end) = hold(left.0)?;
+        let (_, right_end) = hold(right.0)?;
+        let Some(x0) = x0 else { continue };
+        steering.push(SteeringTrial {
+            episode,
+            frame: first + context - 1,
+            paddle_x: x0,
+            left_dx: left_end.map(|x| x - x0),
+            right_dx: right_end.map(|x| x - x0),
+            room: [x0 - lo >= required_px, hi - x0 >= required_px],
+        });
+    }
+    let mut tried = 0;
+    let mut passed = 0;
+    for t in &steering {
+        for (room, dx, sign) in [(t.room[0], t.left_dx, -1.0), (t.room[1], t.right_dx, 1.0)] {
+            if room {
+                tried += 1;
+                passed += usize::from(dx.is_some_and(|d| sign * d >= required_px));
+            }
+        }
+    }
+
+    // Ball in play: starts whose last frame shows the ball moving.
+    let threshold = DEFAULT_OFF_PALETTE_THRESHOLD;
+    let (mut played, mut with_ball, mut real_frames, mut real_with_ball) = (0usize, 0usize, 0usize, 0usize);
+    let (mut off, mut off_recon, mut recon_frames) = (0.0, 0.0, 0usize);
+    let mut found = 0;
+    for episode in (0..dataset.records().len()).cycle().take(dataset.records().len() * 4) {
+        if found == a.starts {
+            break;
+        }
+        let r = dataset.records()[episode];
+        let len = r.len as usize;
+        // The session starts from frames `first..first + context`; the real frame before them
+        // tells whether the ball is in flight even with one start frame.
+        let need = context + a.play_steps;
+        if len < need + 1 {
+            continue;
+        }
+        let first = rng.random_range(1..=len - need);
+        let real = dataset.read_window(r, first - 1, need + 1)?.frames; // [need + 1, h, w, c]
+        let fb = shape.frame_bytes();
+        let ball = |t: usize| detect_breakout(&real[t * fb..(t + 1) * fb], shape).map(|o| o.ball);
+        let in_flight = match (ball(context - 1)?, ball(context)?) {
+            (Some(p), Some(q)) => (p[0] - q[0]).abs() + (p[1] - q[1]).abs() >= 1.0,
+            _ => false,
+        };
+        if !in_flight {
+            continue;
+        }
+        found += 1;
+        let (id, _) = client.create(episode, first)?;
+        for _ in 0..a.play_steps {
+            let action = info.actions[rng.random_range(0..info.actions.len())].id;
+            let frame = client.step(&id, action)?;
+            played += 1;
+            with_ball += usize::from(detect_breakout(&frame.pixels, shape)?.ball.is_some());
+            off += off_palette_share(&frame.pixels, shape, Game::Breakout, threshold)?;
+        }
+        client.delete(&id);
+        for t in context + 1..=need {
+            real_frames += 1;
+            real_with_ball += usize::from(ball(t)?.is_some());
+        }
+        for frame in world.reconstruct(&real[fb..], shape)? {
+            recon_frames += 1;
+            off_recon += off_palette_share(&frame, shape, Game::Breakout, threshold)?;
+        }
+    }
+    rt.block_on(server.shutdown())?;
+    if found == 0 {
+        bail!(
+            "--data {}: found no start in split '{}' with the ball in flight (episodes need ≥ {} frames)",
+            a.data.display(),
+            a.split,
+            context + a.play_steps + 1
+        );
+    }
+    let share = |n: usize, d: usize| if d > 0 { n as f64 / d as f64 } else { f64::NAN };
+    let m = PlayMetrics {
+        left,
+        right,
+        required_px,
+        steering_pass: share(passed, tried),
+        steering,
+        ball_present: share(with_ball, played),
+        ball_present_real: share(real_with_ball, real_frames),
+        off_palette: off / played.max(1) as f64,
+        off_palette_reconstruction: off_recon / recon_frames.max(1) as f64,
+    };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let json = serde_json::json!({
+        "checkpoint": a.ckpt, "data": a.data, "split": a.split, "hold": a.hold,
+        "play_steps": a.play_steps, "maskgit_steps": a.maskgit_steps, "argmax": a.argmax,
+        "seed": a.seed, "model": info.name, "metrics": m,
+    });
+    write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    Ok(m)
+}
+
+/// Print the steering table and the ball and palette lines.
+pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
+    println!(
+        "steering: keys ArrowLeft = action {} \"{}\", ArrowRight = action {} \"{}\", each held {} steps",
+        m.left.0, m.left.1, m.right.0, m.right.1, a.hold
+    );
+    println!("  {:>7} {:>6} {:>9} {:>8} {:>8}", "episode", "frame", "paddle x", "left Δx", "right Δx");
+    let dx = |d: Option<f64>, room: bool| match (d, room) {
+        (Some(d), true) => format!("{d:+.1}"),
+        (Some(d), false) => format!("({d:+.1})"),
+        (None, _) => "none".to_string(),
+    };
+    for t in &m.steering {
+        println!(
+            "  {:>7} {:>6} {:>9.1} {:>8} {:>8}",
+            t.episode,
+            t.frame,
+            t.paddle_x,
+            dx(t.left_dx, t.room[0]),
+            dx(t.right_dx, t.room[1])
+        );
+    }
+    println!(
+        "  moved ≥ {:.0} px the right way: {:.0}% of the trials with room (in parentheses: no room)",
+        m.required_px,
+        100.0 * m.steering_pass
+    );
+    println!(
+        "ball in play: present in {:.0}% of {} played frames (real continuations: {:.0}%)",
+        100.0 * m.ball_present,
+        a.play_steps,
+        100.0 * m.ball_present_real
+    );
+    println!(
+        "off-palette pixels: {:.4} of played frames, {:.4} of the tokenizer's reconstructions of real frames \
+         (×{:.2})",
+        m.off_palette,
+        m.off_palette_reconstruction,
+        m.off_palette / m.off_palette_reconstruction.max(1e-9)
+    );
+}
+
+/// The play API over HTTP, as the page drives it.
+struct PlayClient {
+    agent: ureq::Agent,
+    base: String,
+    split: String,
+    shape: FrameShape,
+}
+
+impl PlayClient {
+    fn new(base: String, split: &str, shape: FrameShape) -> Self {
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        PlayClient { agent, base, split: split.to_string(), shape }
+    }
+
+    /// A session from frames `frame..` of `episode`; its id and current frame.
+    fn create(&self, episode: usize, frame: usize) -> anyhow::Result<(String, Frame)> {
+        let body =
+            serde_json::json!({ "dataset": { "split": self.split, "episode": episode, "frame": frame } });
+        let reply = self.post("/v1/world/sessions", &body.to_string())?;
+        let frame = self.frame(&reply)?;
+        Ok((reply.id, frame))
+    }
+
+    /// Step session `id` with `action`; the new frame.
+    fn step(&self, id: &str, action: u32) -> anyhow::Result<Frame> {
+        let reply =
+            self.post(&format!("/v1/world/sessions/{id}/step"), &format!("{{\"action\": {action}}}"))?;
+        self.frame(&reply)
+    }
+
+    /// Close session `id` (best effort: it expires anyway).
+    fn delete(&self, id: &str) {
+        let _ = self.agent.delete(format!("{}/v1/world/sessions/{id}", self.base)).call();
+    }
+
+    fn post(&self, path: &str, body: &str) -> anyhow::Result<FrameReply> {
+        let mut res = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .send(body.to_string())
+            .with_context(|| format!("POST {path}"))?;
+        let status = res.status().as_u16();
+        let bytes = res.body_mut().read_to_vec()?;
+        if !(200..300).contains(&status) {
+            bail!("POST {path}: HTTP {status}: {}", String::from_utf8_lossy(&bytes));
+        }
+        serde_json::from_slice(&bytes).with_context(|| format!("POST {path}: reading the reply"))
+    }
+
+    fn frame(&self, reply: &FrameReply) -> anyhow::Result<Frame> {
+        let png = from_base64(&reply.frame).map_err(|e| anyhow::anyhow!("{e}"))?;
+        decode_png(&png, self.shape).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}

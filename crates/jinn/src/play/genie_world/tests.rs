@@ -1,0 +1,118 @@
+//! A play step conditions the dynamics exactly as the offline sampler (`jinn sample`) does:
+//! the same context tokens, the LAM's codes for the transitions between start frames, and the
+//! action table the dynamics was trained with (the learned code embeddings of a
+//! `lam_code_embedding` model, not the LAM's codebook).
+
+use super::*;
+use jinn_world::{ActionConfig, DynamicsConfig, DynamicsKind, GenieConfig, LamConfig, TokenizerConfig};
+use rand::Rng;
+
+fn tiny_genie() -> Genie {
+    let tokenizer = TokenizerConfig {
+        height: 16,
+        width: 16,
+        patch: 4,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+        num_codes: 16,
+        ..TokenizerConfig::default()
+    };
+    let lam = LamConfig {
+        height: 16,
+        width: 16,
+        patch: 4,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+        num_codes: 4,
+        ..LamConfig::default()
+    };
+    let dynamics = DynamicsConfig {
+        kind: DynamicsKind::MaskGit,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        num_blocks: 1,
+        lam_code_embedding: true,
+        ..DynamicsConfig::default()
+    };
+    let cfg = GenieConfig { tokenizer, actions: ActionConfig::Lam { lam, co_train: false }, dynamics };
+    let genie = cfg.init(&Device::flex()).unwrap();
+    // Large code embeddings, so that the (random) dynamics' output depends on the action.
+    let table = genie.action_embed.as_ref().unwrap().val().mul_scalar(50.0);
+    Genie { action_embed: Some(burn::module::Param::from_tensor(table)), ..genie }
+}
+
+fn random_frames(n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = jinn_data::rng::rng_for(seed, "play-test-frames", 0);
+    (0..n * 16 * 16 * 3).map(|_| rng.random::<u8>()).collect() // [n, 16, 16, 3]
+}
+
+/// The frame `jinn sample` would generate after `frames` under the action vectors `table`
+/// rows `ids` (one per transition), seeded like the first play step.
+fn offline_frame(
+    genie: &Genie,
+    frames: &[u8],
+    table: Tensor<2>,
+    ids: &[i64],
+    sampler: &SamplerConfig,
+) -> Vec<u8> {
+    let device = Device::flex();
+    let t = frames.len() / (16 * 16 * 3);
+    let video = frames_to_unit(frames, [1, t, 16, 16, 3], &device);
+    let tokens = genie.tokenizer.encode(video).unwrap(); // [1, t, n]
+    let sel = Tensor::<1, Int>::from_data(TensorData::new(ids.to_vec(), [ids.len()]), &device);
+    let la = table.dims()[1];
+    let actions = table.select(0, sel).reshape([1, ids.len(), la]); // [1, t, la]
+    let rollout = sample(&genie.dynamics, tokens, actions, t + 1, sampler).unwrap();
+    let video = genie.tokenizer.decode(rollout.token_tensor(&device)).unwrap(); // [1, t + 1, h, w, c]
+    frames_to_u8(video)[t * 16 * 16 * 3..].to_vec()
+}
+
+#[test]
+fn a_step_conditions_the_dynamics_as_the_offline_sampler_does() {
+    let genie = tiny_genie();
+    let sampler = SamplerConfig { maskgit_steps: 3, argmax: true, seed: 5, ..SamplerConfig::default() };
+    let world = GenieWorld::new(genie.clone(), "tiny".into(), 4, None, sampler.clone(), Some(3)).unwrap();
+    assert_eq!(world.info().max_start_frames, 2);
+    let shape = world.info().frame;
+    let pixels = random_frames(2, 1);
+    let frames: Vec<Frame> =
+        pixels.chunks_exact(shape.frame_bytes()).map(|f| Frame::new(shape, f.to_vec()).unwrap()).collect();
+
+    let mut state = world.start(&frames).unwrap();
+    let played = world.step(&mut state, 2).unwrap();
+
+    // The transition between the two start frames takes the LAM's code, the step's action
+    // picks its row of the code embeddings.
+    let video = frames_to_unit(&pixels, [1, 2, 16, 16, 3], &Device::flex());
+    let (_, codes) = genie.latent_actions(video, None).unwrap();
+    let code = codes.unwrap().try_into_vec_as::<i64>().unwrap()[0];
+    let embedded = offline_frame(&genie, &pixels, genie.action_table(), &[code, 2], &sampler);
+    assert_eq!(played.pixels, embedded, "play must condition on the table the dynamics was trained with");
+
+    // The LAM's codebook is another table: a play path that used it would generate another
+    // frame (this is what made the demo's keys do nothing).
+    let codebook = genie.lam.as_ref().unwrap().vq.codebook.val();
+    let wrong = offline_frame(&genie, &pixels, codebook, &[code, 2], &sampler);
+    assert_ne!(wrong, embedded, "the test must be able to tell the two tables apart");
+}
+
+#[test]
+fn without_data_the_codes_keep_neutral_labels_and_a_bad_window_is_named() {
+    let genie = tiny_genie();
+    let world =
+        GenieWorld::new(genie.clone(), "tiny".into(), 4, None, SamplerConfig::default(), None).unwrap();
+    let labels: Vec<&str> = world.info().actions.iter().map(|a| a.label.as_str()).collect();
+    assert_eq!(labels, ["latent 0", "latent 1", "latent 2", "latent 3"]);
+    let err =
+        GenieWorld::new(genie, "tiny".into(), 4, None, SamplerConfig::default(), Some(5)).err().unwrap();
+    assert!(err.to_string().contains("--window 5: expected 2..=4"), "{err}");
+}
