@@ -131,6 +131,18 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
     assert!((mean - m["rollout_psnr"].as_f64().unwrap()).abs() < 1e-9, "{m}");
     let delta_mean = m["rollout_psnr"].as_f64().unwrap() - m["random_action_psnr"].as_f64().unwrap();
     assert!((delta_mean - m["delta_psnr"].as_f64().unwrap()).abs() < 1e-9, "{m}");
+    // Breakout frames get the object table; a copy of the last context frame keeps its ball.
+    assert!(text(&o).contains("copy last context frame") && text(&o).contains("ball"), "{}", text(&o));
+    let objects = &m["objects"];
+    assert_eq!(objects["game"], "breakout", "{m}");
+    let copy = &objects["copy_last_frame"]["overall"];
+    assert_eq!((copy["frames"].as_u64(), copy["ball_recall"].as_f64()), (Some(3 * 2), Some(1.0)), "{m}");
+    for kind in ["rollout", "random_actions", "reconstruction"] {
+        let per_frame = objects[kind]["per_frame"].as_array().unwrap();
+        assert_eq!(per_frame.len(), 2, "{kind}: {m}");
+        let share = objects[kind]["overall"]["off_palette_share"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{kind}: {m}");
+    }
 
     // A tokenizer run is not a world model; clips longer than the episodes; a missing split.
     let tok = demo.join("tokenizer");
@@ -142,6 +154,49 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
     assert!(!o.status.success() && text(&o).contains("--data"), "{}", text(&o));
     let o = run(&["--split", "nope"]);
     assert!(!o.status.success() && text(&o).contains("nope"), "{}", text(&o));
+}
+
+/// `jinn eval play` on a recorded-action model (its keys are named by the game: left, right):
+/// it serves the model on a loopback port, holds each key, plays from frames with the ball in
+/// flight and writes metrics.json; a latent-action model whose codes name no action (2 steps
+/// of training) is refused, naming the keys it needs.
+fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo");
+    let (data, gt) = (demo.join("data"), tmp.join("gt"));
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "train", "dynamics", "--config", configs.join("dynamics.toml").to_str().unwrap(),
+        "--data", data.to_str().unwrap(), "--tokenizer", demo.join("tokenizer").to_str().unwrap(),
+        "--actions", "gt", "--out", gt.to_str().unwrap(),
+        "--set", "train.steps=2", "--set", "train.batch_size=2", "--set", "data.seq_len=4",
+        "--set", "train.lr.warmup_steps=0", "--set", "train.lr.decay_steps=0",
+        "--set", "model.model_dim=16", "--set", "model.ffn_dim=32", "--set", "model.num_heads=2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = tmp.join("eval-play");
+    let play = |ckpt: &Path| {
+        #[rustfmt::skip]
+        let o = jinn(&[
+            "eval", "play", "--ckpt", ckpt.to_str().unwrap(), "--data", data.to_str().unwrap(),
+            "--starts", "2", "--hold", "2", "--play-steps", "3", "--maskgit-steps", "2",
+            "--out", out.to_str().unwrap(),
+        ]);
+        o
+    };
+    let o = play(&gt);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("ArrowLeft = action 1 \"left\""), "{}", text(&o));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
+    let m = &m["metrics"];
+    assert_eq!((m["left"][0].as_u64(), m["right"][0].as_u64()), (Some(1), Some(2)), "{m}");
+    assert_eq!(m["steering"].as_array().unwrap().len(), 2, "{m}");
+    for key in ["ball_present", "ball_present_real", "off_palette", "off_palette_reconstruction"] {
+        let v = m[key].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&v), "{key}: {m}");
+    }
+    let o = play(&demo.join("dynamics"));
+    assert!(!o.status.success() && text(&o).contains("ArrowLeft and ArrowRight"), "{}", text(&o));
 }
 
 /// `jinn train tokenizer --kind mae` → `jinn train dynamics --kind diffusion` (on the demo's
@@ -294,6 +349,7 @@ fn demo_trains_samples_and_reuses_finished_stages() {
     // `jinn play` serves the trained model: a session from the dataset, steps under two
     // actions give frames of the model's size, an unknown action is a 400.
     play_serves_the_model(&out.join("dynamics"), &out.join("data"));
+    eval_play_drives_the_api_and_needs_named_keys(&out, dir.path());
 
     // A corrupt dynamics checkpoint gives a clear error naming the run.
     std::fs::write(out.join("dynamics/step_000002/model.safetensors"), b"not a checkpoint").unwrap();
