@@ -67,7 +67,8 @@ pub struct GraphRunConfig {
 }
 
 impl Default for GraphRunConfig {
-    /// Defaults sized for UMLS on 2 CPU cores (chosen by validation MRR, see the README).
+    /// Defaults sized for UMLS on 2 CPU cores (chosen by validation MRR, see
+    /// docs/graph-reasoning.md).
     fn default() -> Self {
         GraphRunConfig {
             model: GraphModelConfig::default(),

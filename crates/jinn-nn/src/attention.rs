@@ -1,4 +1,4 @@
-//! Multi-head self-attention (jasmine spec §1.5).
+//! Multi-head self-attention (the attention of Jasmine's `jasmine/utils/nn.py`).
 //!
 //! Separate Q, K, V projections `M → (H, M/H)` and an output projection `(H, M/H) → M`, all
 //! with bias; scores `q·kᵀ / sqrt(M/H)`, softmax, weighted sum of V; optional causal mask. No
@@ -38,7 +38,7 @@ pub struct MultiHeadAttentionConfig {
 }
 
 impl MultiHeadAttentionConfig {
-    /// Builds the layer with LeCun-normal kernels and zero biases (spec §1.7).
+    /// Builds the layer with LeCun-normal kernels and zero biases (flax NNX's defaults).
     pub fn init(&self, device: &Device) -> Result<MultiHeadAttention, NnError> {
         if self.num_heads == 0 || !self.d_model.is_multiple_of(self.num_heads) {
             return Err(NnError::InvalidConfig {

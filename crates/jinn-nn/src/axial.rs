@@ -1,5 +1,5 @@
 //! Axial ("ST") transformer: spatial attention within each frame, temporal attention across
-//! frames for each token position, and an FFN (jasmine spec §1.4).
+//! frames for each token position, and an FFN (Jasmine's `AxialTransformer`, `jasmine/utils/nn.py`).
 //!
 //! Activation rematerialisation: Jasmine wraps every block in `nnx.remat`. Burn 0.22 has no
 //! per-segment checkpoint API; recomputation is a property of the autodiff device
@@ -125,7 +125,7 @@ pub struct AxialTransformerConfig {
 }
 
 impl AxialTransformerConfig {
-    /// Builds the transformer with the spec §1.7 initialisers.
+    /// Builds the transformer with flax NNX's default initialisers (see [`crate::init`]).
     pub fn init(&self, device: &Device) -> Result<AxialTransformer, NnError> {
         let block = AxialBlockConfig::new(self.d_model, self.d_ffn, self.num_heads)
             .with_spatial_causal(self.spatial_causal)

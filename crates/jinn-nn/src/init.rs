@@ -1,4 +1,4 @@
-//! Parameter initialisers matching flax NNX defaults (jasmine spec §1.7).
+//! Parameter initialisers matching flax NNX defaults, which Jasmine's models use.
 //!
 //! Parameters are created lazily (`Param::uninitialized`, as Burn's own layers do): nothing is
 //! drawn until a parameter is first used, so building a model that is then loaded from a
@@ -104,7 +104,7 @@ pub fn zero_linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
     }
 }
 
-/// LayerNorm over `d` features, scale 1, bias 0, epsilon 1e-6 (jasmine spec §1.4).
+/// LayerNorm over `d` features, scale 1, bias 0, epsilon 1e-6 (as Jasmine's `jasmine/utils/nn.py`).
 pub fn layer_norm(d: usize, device: &Device) -> LayerNorm {
     LayerNormConfig::new(d).with_epsilon(LAYER_NORM_EPS).init(device)
 }

@@ -1,5 +1,5 @@
-//! Neural building blocks of jinn's Genie-style world model, on Burn 0.22, following the
-//! Jasmine reference (`jasmine-spec.md` §1): patchify, sinusoidal positional encoding,
+//! Neural building blocks of jinn's Genie-style world model, on Burn 0.22, following Jasmine's
+//! `jasmine/utils/nn.py` and `jasmine/utils/preprocess.py`: patchify, sinusoidal positional encoding,
 //! multi-head attention, the axial (spatio-temporal) transformer and the vector quantiser.
 //!
 //! Everything runs on a runtime [`burn::tensor::Device`] (CPU `Device::flex()` by default;

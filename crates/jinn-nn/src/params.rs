@@ -1,4 +1,4 @@
-//! Parameter-count parity with Jasmine (spec §1.8): the VQ-VAE tokenizer is
+//! Parameter-count parity with Jasmine's models at their defaults: the VQ-VAE tokenizer is
 //! encoder AxialTransformer(I = P, O = L) + codebook `K×L` + decoder AxialTransformer(I = L, O = P).
 
 use burn::module::Module;

@@ -1,4 +1,4 @@
-//! Patchify / unpatchify of videos (jasmine spec §1.2).
+//! Patchify / unpatchify of videos (as Jasmine's `jasmine/utils/preprocess.py`).
 //!
 //! A frame `[H, W, C]` is padded with zeros at the bottom and right up to multiples of the
 //! patch size `p`, cut into a row-major grid of `(H/p)·(W/p)` patches (token `n = row·(W/p) +

@@ -1,4 +1,4 @@
-//! Fixed sinusoidal spatio-temporal positional encoding (jasmine spec §1.3).
+//! Fixed sinusoidal spatio-temporal positional encoding (as Jasmine's `jasmine/utils/nn.py`).
 //!
 //! One table `PE[pos, 2i] = sin(pos·ω_i)`, `PE[pos, 2i+1] = cos(pos·ω_i)`,
 //! `ω_i = exp(−2i·ln(10000)/M)`, serves both the frame index t and the token index n:

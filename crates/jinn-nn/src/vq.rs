@@ -1,4 +1,5 @@
-//! Vector quantiser with cosine-similarity code selection (jasmine spec §1.6, §3.3).
+//! Vector quantiser with cosine-similarity code selection (Jasmine's `VectorQuantizer` in
+//! `jasmine/utils/nn.py`; the dead-code reset of `jasmine/baselines/train_lam.py`).
 //!
 //! Forward on `x` `[D, L]`:
 //! 1. `x̂ = x / (‖x‖₂ + 1e-8)` row-wise, `Ĉ` likewise for the codebook rows;
@@ -329,7 +330,7 @@ pub enum ResetTarget {
     /// pairwise cosine 0.999 and an NMI with the true actions of 0.03).
     #[default]
     EncoderOutput,
-    /// A copy of a code used in the batch (Jasmine §3.3).
+    /// A copy of a code used in the batch (Jasmine's `train_lam.py`).
     UsedCode,
 }
 
@@ -372,7 +373,7 @@ pub struct CodeReset {
     pub source: usize,
 }
 
-/// The LAM's dead-code bookkeeping (spec §3.3): per-code steps since last use.
+/// The LAM's dead-code bookkeeping (as Jasmine's `train_lam.py`): per-code steps since last use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadCodeTracker {
     /// Steps since each code was last used `[K]`.

@@ -23,7 +23,7 @@ use std::path::Path;
 use toml::{Table, Value};
 
 /// The training-loop settings every model shares (the `train` section). Defaults follow
-/// Jasmine's tokenizer script (§3.8 of the spec), except where noted.
+/// Jasmine's tokenizer script (`train_tokenizer_vqvae.py`'s `Args`), except where noted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainConfig {

@@ -1,6 +1,6 @@
 //! Compute precision (`train.precision`): f32, or bf16 compute with f32 master weights.
 //!
-//! Burn 0.22 has no automatic mixed precision, so this does it by hand (burn survey §4):
+//! Burn 0.22 has no automatic mixed precision, so this does it by hand:
 //! - the model being trained (the *master*) and the optimiser state stay f32, and so do
 //!   checkpoints;
 //! - each micro-batch runs its forward/backward on [`Precision::compute_model`], a copy whose
@@ -13,7 +13,7 @@
 //!   in debug builds and gives garbage for mixed ones in release).
 //!
 //! bf16 pays off on GPUs with bf16 units. On the flex CPU backend bf16 arithmetic is emulated
-//! and about 1.7× *slower* than f32 (survey §4), so f32 is the default.
+//! and about 1.7× *slower* than f32, so f32 is the default.
 
 use crate::error::{Result, TrainError};
 use burn::module::{Module, ModuleMapper, Param};

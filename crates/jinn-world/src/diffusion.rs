@@ -1,4 +1,5 @@
-//! Diffusion-forcing dynamics on continuous MAE latents (jasmine spec §2.6, loss §3.6).
+//! Diffusion-forcing dynamics on continuous MAE latents (Jasmine's `DynamicsDiffusion` in
+//! `jasmine/models/dynamics.py`, loss of `train_dynamics_diffusion.py`).
 //!
 //! Training (diffusion forcing): every frame `(b, t)` gets its own integer noise level
 //! `k ~ U{0..K−1}`, signal level `τ = k/K`, and is corrupted as `x_noisy = (1 − τ)·ε + τ·x`
@@ -25,7 +26,7 @@ use rand::Rng;
 impl DynamicsConfig {
     /// Build diffusion dynamics (`kind = "diffusion"`) over latents of width `latent_dim` with
     /// actions of width `action_dim`: level embedding `[K, L]` ~ N(0, 1/L), action projection
-    /// `La → L`, transformer `L → M → L` (spec §2.6).
+    /// `La → L`, transformer `L → M → L` (as Jasmine's `DynamicsDiffusion`).
     pub fn init_diffusion(
         &self,
         latent_dim: usize,
@@ -133,7 +134,7 @@ pub fn corrupt(x: Tensor<4>, tau: Tensor<2>, noise: Tensor<4>) -> Tensor<4> {
 }
 
 /// The weighted loss and the plain MSE of predictions `x̂` against `x` (both `[B, T, N, L]`)
-/// for frames at signal levels `tau` `[B, T]` (spec §3.6): `mse_bt = mean_{n,l}(x̂ − x)²`,
+/// for frames at signal levels `tau` `[B, T]` (Jasmine's ramp weight): `mse_bt = mean_{n,l}(x̂ − x)²`,
 /// `loss = mean_{b,t}((0.9·τ + 0.1)·mse_bt)`, `mse = mean_{b,t} mse_bt`.
 pub fn diffusion_loss(pred: Tensor<4>, x: Tensor<4>, tau: Tensor<2>) -> (Tensor<1>, Tensor<1>) {
     let [b, t, n, l] = x.dims();

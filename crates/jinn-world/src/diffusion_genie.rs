@@ -1,4 +1,4 @@
-//! The diffusion world model (jasmine spec §2.8): a frozen MAE tokenizer, an action source (a
+//! The diffusion world model (Jasmine's `GenieDiffusion`): a frozen MAE tokenizer, an action source (a
 //! LAM or ground-truth action embeddings, exactly as in [`crate::genie`]) and
 //! [`DiffusionDynamics`], trained on the diffusion-forcing loss.
 //!
@@ -75,7 +75,7 @@ impl DiffusionGenie {
         action_table(self.lam.as_ref(), self.action_embed.as_ref())
     }
 
-    /// Training/evaluation forward (spec §2.8): MAE latents of `videos` (frozen, unmasked),
+    /// Training/evaluation forward (as `GenieDiffusion`'s): MAE latents of `videos` (frozen, unmasked),
     /// actions, levels and noise drawn from `rng`, predictions and the diffusion loss.
     pub fn forward(
         &self,

@@ -1,4 +1,5 @@
-//! Rollouts of [`DiffusionDynamics`] (jasmine spec §4.3, with a standard update and a KV cache).
+//! Rollouts of [`DiffusionDynamics`] (after Jasmine's `GenieDiffusion.sample`, with a standard
+//! update and a KV cache).
 //!
 //! Given the clean MAE latents of `C` context frames `[B, C, N, L]` and the actions of all
 //! `S−1` transitions, [`sample_diffusion`] generates frames `C..S−1` one at a time:
@@ -18,7 +19,7 @@
 //!    returns `x̂` itself: the frame's latents are the final clean prediction.
 //! 3. **Decoding** is left to the caller (the MAE decoder over all `S` frames).
 //!
-//! Differences from the reference sampler (deliberate; spec §4.3 quirks):
+//! Differences from the reference sampler (deliberate):
 //! * the reference replaces the current frame by `x̂` after every step and feeds that clean
 //!   estimate back labelled with level `d` (never re-noised); jinn feeds the model inputs that
 //!   are actually at the level they are labelled with (the update above);

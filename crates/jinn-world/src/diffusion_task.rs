@@ -9,8 +9,8 @@
 //! `rng_for(seed, "val-noise", i)`: a resumed run is bit-identical to an uninterrupted one on
 //! the CPU backend.
 //!
-//! Metrics (spec §3.6): `loss` (ramp-weighted), `mse`, `codebook_usage_lam` with a LAM,
-//! `grad_norm` when clipping; validation adds `psnr, ssim` of the MAE-decoded predictions
+//! Metrics (as `train_dynamics_diffusion.py`): `loss` (ramp-weighted), `mse`, `codebook_usage_lam`
+//! with a LAM, `grad_norm` when clipping; validation adds `psnr, ssim` of the MAE-decoded predictions
 //! against the clip (teacher-forced denoising at the drawn levels, as the reference logs).
 
 use crate::diffusion_genie::{DiffusionGenie, DiffusionGenieOutput};

@@ -7,7 +7,7 @@
 //! masks from `rng_for(seed, "val-mask", i)` (the same every validation). A resumed run is
 //! bit-identical to an uninterrupted one on the CPU backend.
 //!
-//! Metrics (spec §3.4; over the loss positions — MaskGIT: masked tokens, causal: all):
+//! Metrics (as `train_dynamics_maskgit.py`; over the loss positions — MaskGIT: masked tokens, causal: all):
 //! `loss, cross_entropy_loss, z_loss, masked_token_top{1,2,5}_accuracy, entropy, select_p,
 //! codebook_usage_tokenizer`, `codebook_usage_lam` with a LAM, `grad_norm` when clipping.
 //! Validation adds `psnr, ssim` of the argmax-decoded frames against the clip (left out of

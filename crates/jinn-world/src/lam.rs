@@ -1,4 +1,5 @@
-//! The latent action model (jasmine spec §2.3, loss and dead-code reset §3.3).
+//! The latent action model (Jasmine's `LatentActionModel` in `jasmine/models/lam.py`; loss and
+//! dead-code reset of `jasmine/baselines/train_lam.py`).
 //!
 //! `videos` `[B, T, H, W, C]` in `[0, 1]` → patchify `[B, T, N, P]` → a learned action token
 //! prepended as spatial slot 0 of every frame `[B, T, N+1, P]` → axial encoder (spatial full,
@@ -33,8 +34,8 @@ use jinn_nn::{
 use serde::{Deserialize, Serialize};
 
 /// Architecture of a [`Lam`] (the `model` section of a LAM run config). Defaults are
-/// Jasmine's (§3.8): 64×64×3 frames, patch 16, width 512, FFN 2048, 8 heads, 4 + 4 blocks,
-/// 6 codes of dimension 32, no codebook dropout, β 0.25, reset after 50 unused steps.
+/// Jasmine's (`train_lam.py`'s `Args`): 64×64×3 frames, patch 16, width 512, FFN 2048, 8 heads,
+/// 4 + 4 blocks, 6 codes of dimension 32, no codebook dropout, β 0.25, reset after 50 unused steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LamConfig {
@@ -151,7 +152,7 @@ impl LamConfig {
             .init(device)
     }
 
-    /// Build the whole LAM, decoder included (spec §1.7 initialisers, drawn lazily).
+    /// Build the whole LAM, decoder included (flax NNX's default initialisers, drawn lazily).
     pub fn init(&self, device: &Device) -> Result<Lam, NnError> {
         let grid = self.grid()?;
         let mut lam = self.init_encoder(device)?;
@@ -187,7 +188,7 @@ impl LamConfig {
             });
         }
         let p = grid.patch_dim() * if self.encoder_frame_difference { 2 } else { 1 };
-        // LeCun uniform with fan_in 1: U(−√3, √3) per element (spec §1.7).
+        // LeCun uniform with fan_in 1: U(−√3, √3) per element (flax's init of Jasmine's `action_in`).
         let bound = 3f64.sqrt();
         let action_in = lazy_param([p], device, move |dev| {
             Tensor::random([p], Distribution::Uniform(-bound, bound), dev) // [p]
@@ -368,7 +369,7 @@ impl Lam {
     }
 
     /// Training forward with codebook dropout from `rng`: prediction of frames `1..T−1` and
-    /// the spec §3.3 loss.
+    /// the loss of Jasmine's `train_lam.py`.
     pub fn forward_train(
         &self,
         videos: Tensor<5>,

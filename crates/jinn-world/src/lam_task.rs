@@ -5,7 +5,7 @@
 //! dropout per micro-batch, dead-code replacement sources per step), so a resumed run is
 //! bit-identical to an uninterrupted one on the CPU backend.
 //!
-//! Dead-code reset (spec §3.3), after the optimiser update: a code unused by every
+//! Dead-code reset (after Jasmine's `train_lam.py`), after the optimiser update: a code unused by every
 //! micro-batch of `reset_threshold` consecutive steps is moved onto the encoder output of a
 //! random transition of this step's last micro-batch (`model.reset_to = "encoder_output"`,
 //! the default) or, as in Jasmine, overwritten by a copy of a code used in this step
@@ -13,7 +13,7 @@
 //! Jasmine, the per-code counters are saved in checkpoints (`state.extra["lam_last_active"]`),
 //! so a resumed run resets the same codes.
 //!
-//! Metrics (spec §3.3, on frames `1..T−1`): `loss, mse, q_loss, commitment_loss, psnr, ssim,
+//! Metrics (as `train_lam.py`, on frames `1..T−1`): `loss, mse, q_loss, commitment_loss, psnr, ssim,
 //! codebook_usage`, plus `codes_reset` and `grad_norm` (when clipping) in training. Validation
 //! on a dataset that records one discrete action per frame adds `nmi`: the normalised mutual
 //! information (geometric) between the latent codes and the true actions of the same

@@ -1,5 +1,5 @@
-//! The masked-autoencoder (MAE) video tokenizer of the diffusion baseline (jasmine spec §2.2,
-//! loss §3.2): continuous latents instead of codes.
+//! The masked-autoencoder (MAE) video tokenizer of the diffusion baseline (Jasmine's
+//! `TokenizerMAE`, loss of `train_tokenizer_mae.py`): continuous latents instead of codes.
 //!
 //! `videos` `[B, T, H, W, C]` in `[0, 1]` → patchify `[B, T, N, P]` → (training: each frame's
 //! patches replaced by a learned mask patch with a per-frame ratio `r ~ U[0, max_mask_ratio)`)
@@ -23,7 +23,8 @@ use rand::Rng;
 
 impl TokenizerConfig {
     /// Build the MAE tokenizer (`kind = "mae"`; an error otherwise). The mask patch is drawn
-    /// from `U(−√3, √3)` (spec §1.7), the transformers as for the VQ tokenizer.
+    /// from `U(−√3, √3)` (flax's LeCun uniform with fan_in 1), the transformers as for the VQ
+    /// tokenizer.
     pub fn init_mae(&self, device: &Device) -> Result<MaeTokenizer, NnError> {
         self.expect_kind(TokenizerKind::Mae)?;
         if !(0.0..1.0).contains(&self.max_mask_ratio) {
@@ -84,7 +85,7 @@ pub struct MaeOutput {
 
 /// A training mask `[B, T, N]` (row-major, true = replaced by the mask patch): for every
 /// frame a ratio `r ~ U[0, max_ratio)`, then each of its `N` patches masked independently with
-/// probability `r` (spec §2.2). Also returns the per-frame ratios `[B·T]`.
+/// probability `r` (as `TokenizerMAE`). Also returns the per-frame ratios `[B·T]`.
 pub fn draw_patch_mask(
     [b, t, n]: [usize; 3],
     max_ratio: f64,
@@ -169,7 +170,7 @@ impl MaeTokenizer {
         unpatchify(patches, self.grid()) // [b, t, h, w, c]
     }
 
-    /// Training forward (spec §3.2): mask from `rng` ([`draw_patch_mask`]), encode, decode,
+    /// Training forward (as `train_tokenizer_mae.py`): mask from `rng` ([`draw_patch_mask`]), encode, decode,
     /// MSE over all pixels.
     pub fn forward_train(
         &self,

@@ -7,8 +7,8 @@
 //! step `s` comes from `rng_for(seed, "mae-mask", s·grad_accum + j)`: a resumed run is
 //! bit-identical to an uninterrupted one on the CPU backend.
 //!
-//! Metrics (spec §3.2): `loss` (= `mse`, over all pixels of the masked-input reconstruction),
-//! `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
+//! Metrics (as `train_tokenizer_mae.py`): `loss` (= `mse`, over all pixels of the masked-input
+//! reconstruction), `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
 
 use crate::mae::{MaeOutput, MaeTokenizer};
 use crate::task_common::{

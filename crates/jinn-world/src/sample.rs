@@ -1,4 +1,5 @@
-//! Rollout samplers for trained dynamics (jasmine spec §4.1, §4.2), with KV caches.
+//! Rollout samplers for trained dynamics (after Jasmine's `GenieMaskGIT.sample_maskgit` and
+//! `sample_causal`), with KV caches.
 //!
 //! Given context tokens `[B, C, N]` and the actions of all `S−1` transitions, [`sample`]
 //! generates frames `C..S−1` one at a time:

@@ -1,6 +1,7 @@
-//! The VQ-VAE video tokenizer (jasmine spec §2.1, loss §3.1).
+//! The VQ-VAE video tokenizer (Jasmine's `TokenizerVQVAE` in `jasmine/models/tokenizer.py`; loss
+//! of `train_tokenizer_vqvae.py`).
 //!
-//! `videos` `[B, T, H, W, C]` u8 → f32 in `[0, 1]` (÷255, §1.1) → patchify `[B, T, N, P]` →
+//! `videos` `[B, T, H, W, C]` u8 → f32 in `[0, 1]` (÷255) → patchify `[B, T, N, P]` →
 //! axial encoder (spatial full, temporal causal) `[B, T, N, L]` → vector quantiser (cosine
 //! codes, straight-through) → axial decoder (spatial full, temporal causal) `[B, T, N, P]` →
 //! sigmoid → unpatchify `[B, T, H, W, C]`.
@@ -21,8 +22,8 @@ use jinn_nn::{
 use serde::{Deserialize, Serialize};
 
 /// Architecture of a [`Tokenizer`] (the `model` section of a tokenizer run config). Defaults
-/// are Jasmine's (§3.8): 64×64×3 frames, patch 16, width 512, FFN 2048, 8 heads, 4 + 4
-/// blocks, 1024 codes of dimension 32, codebook dropout 0.01, β 0.25.
+/// are Jasmine's (`train_tokenizer_vqvae.py`'s `Args`): 64×64×3 frames, patch 16, width 512, FFN
+/// 2048, 8 heads, 4 + 4 blocks, 1024 codes of dimension 32, codebook dropout 0.01, β 0.25.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TokenizerConfig {
@@ -51,12 +52,12 @@ pub struct TokenizerConfig {
     pub latent_dim: usize,
     /// Codebook size `K`.
     pub num_codes: usize,
-    /// Codebook dropout rate in training (§1.6), in `[0, 1)`.
+    /// Codebook dropout rate in training (inverted dropout on the code distances), in `[0, 1)`.
     pub codebook_dropout: f64,
     /// Commitment weight β.
     pub vq_beta: f64,
     /// Dead-code reset in training: a code unused for this many consecutive steps becomes a
-    /// copy of a used one (as the LAM does, spec §3.3); 0 = off (Jasmine's tokenizer has none).
+    /// copy of a used one (as the LAM does); 0 = off (Jasmine's tokenizer has none).
     pub reset_threshold: u32,
     /// Per-block activation recomputation in training: keep only each encoder/decoder block's
     /// input and recompute the block in the backward pass (less memory, ≈ one more forward of
@@ -128,7 +129,7 @@ impl TokenizerConfig {
         PatchGrid::new(self.patch, self.height, self.width, self.channels)
     }
 
-    /// Build the VQ tokenizer (spec §1.7 initialisers, drawn lazily from the device's
+    /// Build the VQ tokenizer (flax NNX's default initialisers, drawn lazily from the device's
     /// generator); an error for `kind = "mae"` (build that with
     /// [`TokenizerConfig::init_mae`]).
     pub fn init(&self, device: &Device) -> Result<Tokenizer, NnError> {
@@ -167,8 +168,8 @@ impl TokenizerConfig {
         Ok(())
     }
 
-    /// The encoder: patches `P` → latents `L`, spatial full / temporal causal (spec §2.1; the
-    /// MAE tokenizer uses the same shapes, §2.2).
+    /// The encoder: patches `P` → latents `L`, spatial full / temporal causal (as
+    /// `TokenizerVQVAE`; the MAE tokenizer uses the same shapes).
     pub(crate) fn encoder(&self, patch_dim: usize, device: &Device) -> Result<AxialTransformer, NnError> {
         self.axial(patch_dim, self.latent_dim, self.encoder_blocks, device)
     }
@@ -230,7 +231,7 @@ pub struct TokenizerOutput {
     pub commitment: Tensor<1>,
 }
 
-/// u8 frames `[B, T, H, W, C]` → f32 tensor in `[0, 1]` (spec §1.1: ÷255, nothing else).
+/// u8 frames `[B, T, H, W, C]` → f32 tensor in `[0, 1]` (÷255, nothing else, as Jasmine).
 pub fn frames_to_unit(frames: &[u8], shape: [usize; 5], device: &Device) -> Tensor<5> {
     let data: Vec<f32> = frames.iter().map(|&v| v as f32 / 255.0).collect();
     Tensor::from_data(TensorData::new(data, shape), device) // [b, t, h, w, c]
@@ -329,7 +330,7 @@ impl Tokenizer {
     }
 
     /// Full training forward on `videos` `[B, T, H, W, C]` in `[0, 1]` with codebook dropout
-    /// drawn from `rng`: reconstruction and the spec §3.1 loss
+    /// drawn from `rng`: reconstruction and the loss of `train_tokenizer_vqvae.py`
     /// `MSE(recon, videos) + q_loss + β·commitment`.
     pub fn forward_train(
         &self,

@@ -1,7 +1,7 @@
 //! Reconstruction metrics and ground-truth | reconstruction GIFs of a [`Tokenizer`], shared by
 //! training (per-step metrics, validation, images) and `jinn eval tokenizer`.
 //!
-//! Metrics (spec §3.1): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
+//! Metrics (as `train_tokenizer_vqvae.py`): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
 //! (fraction of the K codes used over the evaluated batches).
 
 use crate::task_common::{model_err, next_batch, to_u8};

@@ -15,7 +15,7 @@
 //! (seeded from the run seed), so every validation sees the same clips and validation keeps
 //! no state between calls.
 //!
-//! Metrics (spec §3.1): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
+//! Metrics (as `train_tokenizer_vqvae.py`): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
 //! (fraction of the K codes used in the step's batch), plus `grad_norm` when clipping. In
 //! training, `psnr`, `ssim` and `codebook_usage` are computed on logged steps only (a few % of
 //! a step each time).

@@ -22,7 +22,8 @@ pub enum BenchCommand {
     /// bare zstd), on zstd ArrayRecord clips of a built-in game.
     Data(data::DataBenchArgs),
     /// Median / p10 / p90 ms per training step (forward, backward, AdamW) of the tokenizer, LAM
-    /// or MaskGIT dynamics and peak RSS, against the issue-3/4 targets and Jasmine's figures.
+    /// or MaskGIT dynamics and peak RSS, against the targets (3× faster than Jasmine at 0.4× its
+    /// memory) and Jasmine's figures.
     Train(train::TrainBenchArgs),
     /// MGT tokenizer vs plain BPE (and HF tokenizers with `--features hf-baseline`): encode
     /// MB/s, tokens per word, morph-boundary F1 against hunspell; same corpus and vocab.
@@ -37,7 +38,7 @@ pub enum BenchCommand {
     /// across depths (each configuration in a fresh process).
     Rev(rev::RevBenchArgs),
     /// Step latency (p50/p95) and frames/s through the HTTP API vs. calling the model directly,
-    /// with the fake model.
+    /// with the fake model or a trained one (`--ckpt`).
     Serve(serve::ServeBenchArgs),
     /// Reconstruction error and validation loss of a depth-64 reversible byte LM trained with
     /// AdamW vs SFD at the same learning rate (memory-free backprop).

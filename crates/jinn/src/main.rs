@@ -38,13 +38,13 @@ enum Command {
     /// Benchmarks that print ratios against a baseline measured in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
-    /// Train models (the VQ-VAE tokenizer).
+    /// Train the world-model stages: video tokenizer (VQ-VAE or MAE), latent actions, dynamics.
     #[command(subcommand)]
     Train(train::TrainCommand),
     /// Text: the MGT tokenizer (train, encode, decode, segment).
     #[command(subcommand)]
     Text(text::TextCommand),
-    /// Evaluate trained checkpoints (tokenizer reconstruction quality).
+    /// Evaluate trained models: tokenizer reconstruction, world-model rollouts, play.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
     /// Render a run's loss and metric curves (metrics.jsonl) to a PNG.
@@ -67,7 +67,7 @@ fn main() -> anyhow::Result<()> {
     alloc_tuning::keep_freed_tensor_buffers();
     logging::init();
     let cli = Cli::parse();
-    // Under mpirun: join the job (data-parallel training; see README "Multi-process training").
+    // Under mpirun: join the job (data-parallel training; see README "Distributed training").
     #[cfg(feature = "mpi")]
     let mpi_job = mpi_launch::join_if_launched()?;
     // MPI is initialised `Funneled`: its calls must come from this thread, so an MPI rank stays on it.

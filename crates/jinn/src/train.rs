@@ -12,11 +12,13 @@ use clap::Subcommand;
 /// Training subcommands.
 #[derive(Subcommand)]
 pub enum TrainCommand {
-    /// Train the VQ-VAE video tokenizer on a dataset's train/ split (val/ for validation).
+    /// Train the video tokenizer (VQ-VAE, or MAE with `--kind mae`) on a dataset's train/ split
+    /// (val/ for validation).
     Tokenizer(tokenizer::TokenizerArgs),
     /// Train the latent action model on a dataset's train/ split (val/ for validation).
     Lam(lam::LamArgs),
-    /// Train MaskGIT or causal dynamics on a trained tokenizer (and LAM, or recorded actions).
+    /// Train MaskGIT, causal or diffusion dynamics on a trained tokenizer (and LAM, or recorded
+    /// actions).
     Dynamics(dynamics::DynamicsArgs),
 }
 

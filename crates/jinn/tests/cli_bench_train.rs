@@ -66,7 +66,7 @@ fn check_bench(
     let peak = numbers(&out, "peak RSS:")[0];
     assert!(peak > 1.0, "{out}");
 
-    // `vs target (117 ms, 480 MB, issue 4): time ×a, memory ×b`; the printed figures are rounded.
+    // `vs target (117 ms, 480 MB: 3× faster …): time ×a, memory ×b`; the printed figures are rounded.
     for (prefix, (ms, mb)) in [("vs target", target), ("vs Jasmine", jasmine)] {
         let v = numbers(&out, prefix);
         let (time, memory) = (ratio(&out, prefix, "time"), ratio(&out, prefix, "memory"));
@@ -108,7 +108,7 @@ fn lam_bench_prints_consistent_figures() {
 }
 
 #[test]
-fn a_same_host_jasmine_measurement_is_judged_by_the_issue_ratios() {
+fn a_same_host_jasmine_measurement_is_judged_by_the_target_ratios() {
     // A tiny step against made-up Jasmine figures: 0.6 ms and 9 MB (the step is slower than a
     // third of that and the process larger than 0.4×: both verdicts "misses"), then 600 s and
     // 9 TB (both "meets"). The verdicts must follow the printed ratios.

@@ -166,7 +166,7 @@ fn compare_with_standard<const D: usize, B: ReversibleBlock<D>>(
     let (want_p, want_x) = standard_step(&s, x.clone(), target.clone());
     // Reconstructed activations carry the rounding of one inverse per block, so their gradients
     // get a looser bound than stored ones: over unseeded draws the axial stack's input gradient
-    // reached 1.15e-4 once (CI, session 11). A wrong gradient is off by far more than either.
+    // reached 1.15e-4 once on CI. A wrong gradient is off by far more than either.
     for (mode, tol) in [(Mode::Reconstruct, 5e-4), (Mode::StoreInputs, 1e-4)] {
         let mut engine = Engine::new(mode, MonitorConfig { every: 0, threshold: 1e-3 });
         let (got_p, got_x) = engine_step(&s, &mut engine, x.clone(), target.clone(), false);

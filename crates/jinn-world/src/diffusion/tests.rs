@@ -104,7 +104,7 @@ fn shapes_causality_parameter_count_and_config_errors() {
     let c = Corruption { levels: vec![0; 5], noise: vec![0.0; b * t * n * l] };
     assert!(model.forward_train(x, Tensor::zeros([b, t - 1, 4], &device), &c).is_err());
 
-    // Jasmine's DynamicsDiffusion (6 blocks, K = 64, L = La = 32; spec §1.8): 25,261,696.
+    // Jasmine's DynamicsDiffusion (6 blocks, K = 64, L = La = 32): 25,261,696.
     let jasmine = DynamicsConfig { kind: DynamicsKind::Diffusion, ..DynamicsConfig::default() };
     assert_eq!(jasmine.init_diffusion(32, 32, &device).unwrap().num_params(), 25_261_696);
     // Config errors name the field.

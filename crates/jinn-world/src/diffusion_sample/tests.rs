@@ -14,7 +14,7 @@ fn model(levels: usize) -> DiffusionDynamics {
 
 #[test]
 fn context_level_matches_the_reference_default() {
-    // Spec §4.3: c_f = 0.1 of K = 64 gives level 58 (τ_c = 0.90625).
+    // As `GenieDiffusion.sample`: c_f = 0.1 of K = 64 gives level 58 (τ_c = 0.90625).
     assert_eq!(context_level(0.1, 64), 58);
     assert_eq!(context_level(0.0, 64), 63, "clamped below K");
     assert_eq!(context_level(1.0, 64), 0);

@@ -1,4 +1,4 @@
-//! Causal dynamics (jasmine spec §2.5): no masking; attention is causal over the `N+1`
+//! Causal dynamics (Jasmine's `DynamicsCausal`): no masking; attention is causal over the `N+1`
 //! slots of a frame and over frames; slot `n` (the action for `n = 0`, token `n−1`
 //! otherwise) is trained to predict token `n` (teacher forcing, next token within the frame).
 //!

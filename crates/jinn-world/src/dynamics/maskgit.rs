@@ -1,4 +1,4 @@
-//! MaskGIT training masks (jasmine spec §2.4 step 2).
+//! MaskGIT training masks (as Jasmine's `DynamicsMaskGIT` in `jasmine/models/dynamics.py`).
 //!
 //! Per sample a ratio `p ~ U[mask_limit, 1)`; every token of frames `1..T−1` is masked
 //! independently with probability `p`; frame 0 is never masked. Masks are drawn on the host

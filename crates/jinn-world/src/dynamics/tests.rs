@@ -21,13 +21,13 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
     }
 }
 
-/// Axial transformer `I → M → O` parameters (spec §1.4), written out per layer.
+/// Axial transformer `I → M → O` parameters (Jasmine's `AxialTransformer`), written out per layer.
 fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize {
     let block = 3 * 2 * m + 2 * 4 * (m * m + m) + (m * d + d) + (d * m + m);
     2 * i + (i * m + m) + 2 * m + blocks * block + (m * o + o)
 }
 
-/// Jasmine's dynamics (spec §2.4/§2.5): embedding `V×M`, mask token `M` (MaskGIT only),
+/// Jasmine's dynamics (`DynamicsMaskGIT`, `DynamicsCausal`): embedding `V×M`, mask token `M` (MaskGIT only),
 /// action projection `La → M`, transformer `M → V`.
 fn jasmine_dynamics_params(c: &DynamicsConfig, v: usize, la: usize) -> usize {
     let m = c.model_dim;
@@ -44,7 +44,7 @@ fn parameter_counts_match_jasmine() {
             assert_eq!(model.num_params(), jasmine_dynamics_params(&cfg, v, la), "{cfg:?}");
         }
     }
-    // The spec's figures, verified on Jasmine itself (§1.8).
+    // Jasmine's own parameter counts at its defaults.
     let d = |kind| jasmine_dynamics_params(&DynamicsConfig { kind, ..Default::default() }, 1024, 32);
     assert_eq!(d(DynamicsKind::MaskGit), 26_555_904);
     assert_eq!(d(DynamicsKind::Causal), 26_555_392);

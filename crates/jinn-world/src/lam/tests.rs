@@ -27,15 +27,15 @@ pub(crate) fn tiny() -> LamConfig {
     }
 }
 
-/// Parameters of an axial transformer `I → M → O` (spec §1.4): two input LayerNorms, the
-/// input and output projections, and per block three LayerNorms, two attentions of four
+/// Parameters of an axial transformer `I → M → O` (Jasmine's `AxialTransformer`): two input
+/// LayerNorms, the input and output projections, and per block three LayerNorms, two attentions of four
 /// projections each and the FFN.
 fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize {
     let block = 3 * 2 * m + 2 * 4 * (m * m + m) + (m * d + d) + (d * m + m);
     2 * i + (i * m + m) + 2 * m + blocks * block + (m * o + o)
 }
 
-/// Jasmine's LAM (spec §2.3): action token `P`, encoder `P → L`, codebook `K×L`,
+/// Jasmine's LAM (`LatentActionModel`): action token `P`, encoder `P → L`, codebook `K×L`,
 /// `patch_up` `P → M`, `action_up` `L → M`, decoder `M → P`.
 /// With `encoder_frame_difference` the action token and the encoder input are `2P` wide.
 fn jasmine_lam_params(c: &LamConfig) -> usize {
@@ -56,7 +56,7 @@ fn parameter_count_matches_jasmine() {
     for cfg in [tiny(), with_difference, LamConfig::default()] {
         assert_eq!(cfg.init(&device).unwrap().num_params(), jasmine_lam_params(&cfg), "{cfg:?}");
     }
-    // The spec's figure, verified on Jasmine itself (§1.8).
+    // Jasmine's own parameter count at its defaults.
     assert_eq!(jasmine_lam_params(&LamConfig::default()), 35_115_232);
 }
 

@@ -89,7 +89,7 @@ fn kinds_are_checked_and_parameter_count_matches_jasmine() {
     assert!(tiny_mae().init(&device).unwrap_err().to_string().contains("`mae` tokenizer config"));
     let bad = TokenizerConfig { max_mask_ratio: 1.0, ..tiny_mae() };
     assert!(bad.init_mae(&device).unwrap_err().to_string().contains("max_mask_ratio"));
-    // Jasmine's TokenizerMAE at its defaults (spec §1.8): 34,457,696 parameters.
+    // Jasmine's TokenizerMAE at its defaults: 34,457,696 parameters.
     let mae =
         TokenizerConfig { kind: TokenizerKind::Mae, ..TokenizerConfig::default() }.init_mae(&device).unwrap();
     assert_eq!(mae.num_params(), 34_457_696);

@@ -125,7 +125,7 @@ fn same_seed_same_rollout_other_seed_differs() {
 
 #[test]
 fn keep_schedule_matches_the_reference_minus_its_extra_slot() {
-    // Spec §4.1, N = 16, 25 steps: positions kept masked after step s (reference, with +1).
+    // `sample_maskgit`'s schedule, N = 16, 25 steps: positions kept masked after step s (reference, with +1).
     let reference =
         [17, 17, 17, 16, 16, 16, 15, 15, 15, 14, 13, 13, 12, 11, 10, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1];
     for (s, want) in reference.iter().enumerate() {
