@@ -1,4 +1,5 @@
-//! Dynamics models over tokenizer codes (jasmine spec §2.4, §2.5): MaskGIT ([`maskgit`]) and
+//! Dynamics models over tokenizer codes (Jasmine's `DynamicsMaskGIT` and `DynamicsCausal` in
+//! `jasmine/models/dynamics.py`): MaskGIT ([`maskgit`]) and
 //! causal ([`causal`]) share this module's [`Dynamics`] network.
 //!
 //! Input building (both kinds): token embedding `[B, T, N, M]` (MaskGIT: masked positions
@@ -118,7 +119,7 @@ impl Default for DynamicsConfig {
 
 impl DynamicsConfig {
     /// Build the network for a codebook of `num_codes` tokens and actions of width
-    /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), spec §1.7).
+    /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), flax NNX defaults).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
         if self.kind == DynamicsKind::Diffusion {
             return Err(NnError::InvalidConfig {
@@ -317,7 +318,7 @@ impl Dynamics {
 }
 
 /// The action slot of every frame `[B, T, 1, W]` for actions `[B, T−1, La]`: zero for frame 0,
-/// `action_up(a_t)` (`La → W`) for frame `t ≥ 1` (spec §2.4 step 3, §2.6 step 3).
+/// `action_up(a_t)` (`La → W`) for frame `t ≥ 1` (as Jasmine's `DynamicsMaskGIT` and `DynamicsCausal` add the projected action).
 pub(crate) fn action_slots(action_up: &Linear, actions: Tensor<3>, [b, t, w]: [usize; 3]) -> Tensor<4> {
     let zero = Tensor::<4>::zeros([b, 1, 1, w], &actions.device()); // [b, 1, 1, w]
     if t == 1 {

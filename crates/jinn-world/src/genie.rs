@@ -1,4 +1,5 @@
-//! The Genie world model (jasmine spec §2.7, §2.9): a tokenizer, an action source (a LAM or
+//! The Genie world model (Jasmine's `GenieMaskGIT` and `restore_genie_components` in
+//! `jasmine/models/genie.py`): a tokenizer, an action source (a LAM or
 //! ground-truth action embeddings) and a dynamics model, trained on the dynamics loss.
 //!
 //! * The tokenizer, and a LAM given as a checkpoint, are loaded from their run directories
@@ -211,7 +212,7 @@ impl Genie {
         infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), videos, actions)
     }
 
-    /// Dynamics training/evaluation forward (spec §2.7): tokenise `videos` (frozen), get
+    /// Dynamics training/evaluation forward (Jasmine's `GenieMaskGIT.__call__`): tokenise `videos` (frozen), get
     /// the actions, draw the MaskGIT mask from `mask_rng` (ignored by causal dynamics), and
     /// compute logits and the loss.
     pub fn forward(

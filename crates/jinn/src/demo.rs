@@ -44,7 +44,7 @@ pub struct DemoArgs {
     /// e.g. `--set dynamics:train.steps=800` (repeatable).
     #[arg(long = "set", value_name = "STAGE:KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Frames generated after the one context frame.
+    /// Frames generated after the context frames.
     #[arg(long, default_value_t = 15)]
     pub frames: usize,
     /// Validation clips scored by the final `jinn eval world` (0 skips it).
@@ -106,12 +106,12 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         println!("      {} done in {:.0} s", stage.name, t.elapsed().as_secs_f64());
     }
 
-    println!("[5/6] sampling a rollout (1 context frame, {} generated, LAM actions)", a.frames);
+    println!("[5/6] sampling a rollout ({DEMO_CONTEXT} context frames, {} generated, LAM actions)", a.frames);
     let sample_args = SampleArgs {
         ckpt: a.out.join("dynamics"),
         data: data.clone(),
         split: "val".into(),
-        context: 1,
+        context: DEMO_CONTEXT,
         frames: a.frames,
         actions: "lam".into(),
         sampler: SamplerArgs::demo(),
@@ -136,7 +136,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             episodes: a.eval_episodes,
             nmi_clips: DEFAULT_NMI_CLIPS,
             batch_size: 4,
-            context: 1,
+            context: DEMO_CONTEXT,
             frames: a.frames,
             sampler: SamplerArgs::demo(),
             seed: 0,
@@ -152,6 +152,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     println!("play it: jinn play --ckpt {} --data {}", a.out.join("dynamics").display(), data.display());
     Ok(())
 }
+
+/// True frames a demo rollout starts from: two, so that the ball's velocity is defined (from
+/// one frame the model cannot tell where the ball goes).
+const DEMO_CONTEXT: usize = 2;
 
 /// Generate built-in breakout episodes into `dir` unless a dataset is already there.
 fn ensure_data(dir: &Path, episodes: usize) -> anyhow::Result<()> {

@@ -12,8 +12,9 @@ pub enum EvalCommand {
     /// Reconstruction PSNR/SSIM and codebook usage of a tokenizer checkpoint on a split, and a
     /// ground-truth | reconstruction GIF.
     Tokenizer(tokenizer::EvalTokenizerArgs),
-    /// Next-frame and rollout PSNR/SSIM, controllability ΔPSNR and LAM/true-action NMI of a
-    /// world model (dynamics run) on a split; writes metrics.json.
+    /// Next-frame and rollout PSNR/SSIM, controllability ΔPSNR, LAM/true-action NMI and, for
+    /// the built-in games, objects (ball recall and position, paddle, bricks; maze view and
+    /// coins) of a world model (dynamics run) on a split; writes metrics.json.
     World(world::EvalWorldArgs),
     /// Play a breakout world model through `jinn play`'s HTTP API as a person would: do the
     /// left/right keys steer the paddle, does the ball stay in play, do the frames stay on the

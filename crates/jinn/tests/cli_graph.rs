@@ -86,9 +86,10 @@ fn graph_train_eval_query_and_bad_input() {
     for split in ["train", "valid", "test"] {
         std::fs::write(bad.join(format!("{split}.txt")), "usa\tmilitaryalliance\n").unwrap();
     }
+    // `jinn train graph` is the same command as `jinn graph train`.
     let o = jinn(&[
-        "graph",
         "train",
+        "graph",
         "--data",
         bad.to_str().unwrap(),
         "--out",

@@ -1,5 +1,6 @@
-//! The token loss of the dynamics models (spec §3.4): cross-entropy and z-loss averaged over the
-//! loss positions. On the CPU backend one host pass computes both and their gradient
+//! The token loss of the dynamics models (as Jasmine's
+//! `baselines/maskgit/train_dynamics_maskgit.py` and `train_dynamics_causal.py`):
+//! cross-entropy and z-loss averaged over the loss positions. On the CPU backend one host pass computes both and their gradient
 //! ([`jinn_nn::host_xent`]); the tape then holds only `Σ logits·sg(grad)`. Other backends build
 //! them from Burn ops.
 

@@ -1,6 +1,6 @@
-//! `jinn eval world`: next-frame and rollout quality, controllability (ΔPSNR) and LAM /
-//! true-action agreement (NMI) of a trained world model on a split (metrics in
-//! `jinn_world::world_eval`).
+//! `jinn eval world`: next-frame and rollout quality, controllability (ΔPSNR), LAM /
+//! true-action agreement (NMI) and object scores of a trained world model on a split (metrics
+//! in `jinn_world::world_eval`).
 
 use crate::device::DeviceSpec;
 use crate::sampler_args::SamplerArgs;

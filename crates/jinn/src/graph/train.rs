@@ -1,11 +1,12 @@
 //! `jinn graph train`: train a link predictor with the shared loop.
 
+use crate::train::progress::TrainProgress;
 use crate::train::report::{check_fresh_out, print_summary};
 use crate::train::run_args::{run_options, RunArgs};
 use anyhow::Context;
 use burn::tensor::Device;
 use jinn_graph::{GraphRunConfig, GraphTask, KnowledgeGraph};
-use jinn_train::train_loop::{run as run_loop, RunSummary};
+use jinn_train::train_loop::{run_observed, RunSummary};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,7 +35,7 @@ pub fn train(
     let mut task = GraphTask::new(cfg, graph, device)?;
     let opts = run_options(out.to_path_buf(), cfg, resume, stop_at);
     let t = Instant::now();
-    let summary = run_loop(&mut task, &cfg.train, &opts)?;
+    let summary = run_observed(&mut task, &cfg.train, &opts, &mut TrainProgress::new())?;
     Ok((summary, t.elapsed().as_secs_f64()))
 }
 

@@ -4,11 +4,12 @@
 
 use super::report::{check_fresh_out, print_summary};
 use super::run_args::RunArgs;
+use crate::train::progress::TrainProgress;
 use anyhow::{bail, Context};
 use burn::tensor::Device;
 use jinn_data::metadata::DatasetMetadata;
 use jinn_data::rng::derive_seed;
-use jinn_train::train_loop::{run as run_loop, TrainTask};
+use jinn_train::train_loop::{run_observed, TrainTask};
 use jinn_world::{
     assemble_diffusion_genie, assemble_genie, ActionSource, DiffusionTask, DynamicsKind, DynamicsRunConfig,
     DynamicsTask, GenieRunConfig,
@@ -120,6 +121,7 @@ fn train<T: TrainTask>(mut task: T, run_cfg: &GenieRunConfig, r: &RunArgs) -> an
         r.out.display()
     );
     let t = Instant::now();
-    let summary = run_loop(&mut task, &run_cfg.train, &r.run_options(run_cfg))?;
+    let summary =
+        run_observed(&mut task, &run_cfg.train, &r.run_options(run_cfg), &mut TrainProgress::new())?;
     print_summary(&summary, t.elapsed().as_secs_f64(), &r.out)
 }

@@ -2,8 +2,9 @@
 
 use super::report::{check_fresh_out, print_summary};
 use super::run_args::RunArgs;
+use crate::train::progress::TrainProgress;
 use anyhow::Context;
-use jinn_train::train_loop::run as run_loop;
+use jinn_train::train_loop::run_observed;
 use jinn_world::{LamRunConfig, LamTask};
 use std::time::Instant;
 
@@ -24,6 +25,6 @@ pub fn run(LamArgs { run: a }: LamArgs) -> anyhow::Result<()> {
         .with_context(|| format!("setting up LAM training on {}", a.data.display()))?;
     tracing::info!("training the LAM for {} steps on {} into {}", cfg.train.steps, a.device, a.out.display());
     let t = Instant::now();
-    let summary = run_loop(&mut task, &cfg.train, &a.run_options(&cfg))?;
+    let summary = run_observed(&mut task, &cfg.train, &a.run_options(&cfg), &mut TrainProgress::new())?;
     print_summary(&summary, t.elapsed().as_secs_f64(), &a.out)
 }
