@@ -148,6 +148,14 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     if dataset.records().is_empty() {
         bail!("--data {}: split '{}' has no episodes", a.data.display(), a.split);
     }
+    let env = dataset.metadata().map(|m| m.env.clone()).unwrap_or_default();
+    if Game::from_env_name(&env) != Some(Game::Breakout) {
+        bail!(
+            "--data {}: jinn eval play reads breakout frames (paddle, ball), but the dataset's metadata.json \
+             names env \"{env}\"",
+            a.data.display()
+        );
+    }
 
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let limits = Limits { max_sessions: 4, ..Limits::default() };
