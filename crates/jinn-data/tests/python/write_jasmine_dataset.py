@@ -83,28 +83,26 @@ def split(rng, out, name, episodes, length, chunk, per_file, shape, dtype, num_a
     return meta
 
 
-def coinrun(rng, out):
-    shape = (64, 64, 3)
-    meta = {name: split(rng, out, name, n, 20, 8, 4, shape, np.int32, 15)
-            for name, n in (("train", 2), ("val", 1), ("test", 0))}
+def generated(rng, out, env, num_actions, counts, length, chunk, per_file, shape, dtype):
+    """Splits of `counts` episodes written as the generators write them, and their metadata."""
+    meta = {name: split(rng, out, name, n, length, chunk, per_file, shape, dtype, num_actions)
+            for name, n in counts}
     return shape, {
-        "env": "coinrun", "num_actions": 15,
-        **{f"num_episodes_{s}": n for s, n in (("train", 2), ("val", 1), ("test", 0))},
+        "env": env, "num_actions": num_actions,
+        **{f"num_episodes_{s}": n for s, n in counts},
         **{f"avg_episode_len_{s}": np.mean([e["avg_seq_len"] for e in m]) for s, m in meta.items()},
         **{f"episode_metadata_{s}": m for s, m in meta.items()},
     }
+
+
+def coinrun(rng, out):
+    counts = (("train", 2), ("val", 1), ("test", 0))
+    return generated(rng, out, "coinrun", 15, counts, 20, 8, 4, (64, 64, 3), np.int32)
 
 
 def minatar(rng, out):
-    shape = (10, 10, 3)
-    meta = {name: split(rng, out, name, n, 30, 7, 3, shape, np.int64, 6)
-            for name, n in (("train", 3), ("val", 1), ("test", 1))}
-    return shape, {
-        "env": "MinAtar-Breakout", "num_actions": 6,
-        **{f"num_episodes_{s}": n for s, n in (("train", 3), ("val", 1), ("test", 1))},
-        **{f"avg_episode_len_{s}": np.mean([e["avg_seq_len"] for e in m]) for s, m in meta.items()},
-        **{f"episode_metadata_{s}": m for s, m in meta.items()},
-    }
+    counts = (("train", 3), ("val", 1), ("test", 1))
+    return generated(rng, out, "MinAtar-Breakout", 6, counts, 30, 7, 3, (10, 10, 3), np.int64)
 
 
 def atari(rng, out):

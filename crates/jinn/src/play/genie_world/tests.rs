@@ -4,46 +4,29 @@
 //! `lam_code_embedding` model, not the LAM's codebook).
 
 use super::*;
-use jinn_world::{ActionConfig, DynamicsConfig, DynamicsKind, GenieConfig, LamConfig, TokenizerConfig};
+use jinn_world::{ActionConfig, DynamicsConfig, GenieConfig, LamConfig, TokenizerConfig};
 use rand::Rng;
 
-/// A tiny random Genie drawn from `seed`.
+/// A tiny random Genie drawn from `seed`: 16×16 frames, patch 4, width 16, one block per stack,
+/// a LAM of 4 codes whose indices the dynamics embeds.
 fn tiny_genie(seed: u64) -> Genie {
-    let tokenizer = TokenizerConfig {
-        height: 16,
-        width: 16,
-        patch: 4,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
-        num_codes: 16,
-        ..TokenizerConfig::default()
+    let shared = serde_json::json!({
+        "height": 16, "width": 16, "patch": 4, "model_dim": 16, "ffn_dim": 32, "num_heads": 2,
+        "encoder_blocks": 1, "decoder_blocks": 1, "latent_dim": 8,
+    });
+    let with = |extra: serde_json::Value| {
+        let mut v = shared.clone();
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
     };
-    let lam = LamConfig {
-        height: 16,
-        width: 16,
-        patch: 4,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
-        num_codes: 4,
-        ..LamConfig::default()
-    };
-    let dynamics = DynamicsConfig {
-        kind: DynamicsKind::MaskGit,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        num_blocks: 1,
-        lam_code_embedding: true,
-        ..DynamicsConfig::default()
-    };
+    let tokenizer: TokenizerConfig =
+        serde_json::from_value(with(serde_json::json!({"num_codes": 16}))).unwrap();
+    let lam: LamConfig = serde_json::from_value(with(serde_json::json!({"num_codes": 4}))).unwrap();
+    let dynamics: DynamicsConfig = serde_json::from_value(serde_json::json!({
+        "kind": "maskgit", "model_dim": 16, "ffn_dim": 32, "num_heads": 2, "num_blocks": 1,
+        "lam_code_embedding": true,
+    }))
+    .unwrap();
     let cfg = GenieConfig { tokenizer, actions: ActionConfig::Lam { lam, co_train: false }, dynamics };
     let device = Device::flex();
     let genie = jinn_nn::init::seeded_init(&device, seed, || cfg.init(&device)).unwrap();
