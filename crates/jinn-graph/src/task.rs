@@ -20,15 +20,13 @@ use crate::eval::{evaluate, FilterIndex};
 use crate::model::{ids, GraphModel, GraphModelConfig};
 use crate::triples::{with_reciprocals, KnowledgeGraph, Triple, Vocab};
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_data::rng::rng_for;
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::distributed;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::{Result, TrainError};
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
@@ -129,7 +127,6 @@ impl GraphRunConfig {
 /// The graph model's [`TrainTask`].
 pub struct GraphTask {
     model: GraphModel,
-    optim: ModuleOptimizer,
     cfg: GraphRunConfig,
     graph: Arc<KnowledgeGraph>,
     edges: Vec<Triple>,
@@ -145,21 +142,14 @@ impl GraphTask {
         cfg.validate()?;
         let model =
             cfg.model.init(graph.num_entities(), 2 * graph.num_relations(), cfg.train.seed, device)?;
-        let optim = cfg.train.optim.init_for(&model)?;
         Ok(GraphTask {
             model,
-            optim,
             cfg: cfg.clone(),
             edges: with_reciprocals(&graph.train, graph.num_relations()),
             filter: FilterIndex::for_graph(&graph),
             graph,
             order: None,
         })
-    }
-
-    /// The model being trained.
-    pub fn model(&self) -> &GraphModel {
-        &self.model
     }
 
     /// Training edge at position `pos` of the endless epoch sequence.
@@ -193,37 +183,35 @@ fn scalar(t: &Tensor<1>) -> f64 {
 }
 
 impl TrainTask for GraphTask {
+    type Model = GraphModel;
+
+    fn model(&self) -> &GraphModel {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: GraphModel) {
+        self.model = model;
+    }
+
     fn kind(&self) -> &str {
         GRAPH_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        let micro = self.cfg.train.micro_batch();
-        let mut acc = GradientsAccumulator::<GraphModel>::new();
-        let (mut ce_sum, mut n3_sum) = (0.0, 0.0);
-        for m in 0..ctx.grad_accum {
-            // This rank's slice of global micro-batch m (global batch = batch_size × ranks).
-            let ranks = distributed::world_size();
-            let start = ((ctx.step as usize * self.cfg.train.batch_size + m * micro) * ranks
-                + distributed::rank() * micro) as u64;
-            let batch: Vec<Triple> = (0..micro as u64).map(|i| self.edge_at(start + i)).collect();
-            let (ce, n3) = self.loss(&batch);
-            ce_sum += scalar(&ce);
-            n3_sum += scalar(&n3);
-            let loss = (ce + n3.mul_scalar(self.cfg.objective.n3_weight)).div_scalar(ctx.grad_accum as f64);
-            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
-        }
-        let mut grads = acc.grads();
-        let k = ctx.grad_accum as f64;
-        let mut metrics = Metrics::from([
-            ("loss".to_string(), (ce_sum + self.cfg.objective.n3_weight * n3_sum) / k),
-            ("cross_entropy".to_string(), ce_sum / k),
-            ("n3".to_string(), n3_sum / k),
-        ]);
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        Ok(metrics)
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        // This rank's slice of the global micro-batch: edges by their global sample index.
+        let micro = self.cfg.train.micro_batch() as u64;
+        let batch: Vec<Triple> = (0..micro).map(|i| self.edge_at(ctx.first_sample + i)).collect();
+        let (ce, n3) = self.loss(&batch);
+        let (ce_value, n3_value) = (scalar(&ce), scalar(&n3));
+        let weight = self.cfg.objective.n3_weight;
+        Ok(MicroBatch {
+            objective: Objective::Loss(ce + n3.mul_scalar(weight)),
+            metrics: Metrics::from([
+                ("loss".to_string(), ce_value + weight * n3_value),
+                ("cross_entropy".to_string(), ce_value),
+                ("n3".to_string(), n3_value),
+            ]),
+        })
     }
 
     fn validate(&mut self, _step: u64, _batches: usize) -> Result<Metrics> {
@@ -238,14 +226,14 @@ impl TrainTask for GraphTask {
         Ok(m.named("").into_iter().collect())
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         let names = |v: &Vocab| serde_json::json!(v.names());
         state.extra.insert("entities".into(), names(&self.graph.entities));
         state.extra.insert("relations".into(), names(&self.graph.relations));
-        snapshot(&self.model, &self.optim, state)
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+    fn check_checkpoint(&self, checkpoint: &Checkpoint) -> Result<()> {
         let (entities, relations) = stored_vocab(checkpoint)?;
         if entities != self.graph.entities || relations != self.graph.relations {
             return Err(TrainError::checkpoint(
@@ -253,8 +241,6 @@ impl TrainTask for GraphTask {
                 "its entity/relation vocabulary differs from the graph being trained (another --data?)",
             ));
         }
-        self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         Ok(())
     }
 }

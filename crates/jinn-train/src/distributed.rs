@@ -13,9 +13,14 @@
 //! - **loaders** shard each global batch by [`rank`] / [`world_size`] (the jinn-data loader's
 //!   rank slice of `batch × world` samples), so the data order of `N` ranks × batch `B` equals
 //!   one rank × batch `N·B`;
-//! - **tasks** call [`crate::train_loop::StepContext::finish_gradients`] between backward and
-//!   the optimiser step, which averages the gradients over ranks ([`average_gradients`],
-//!   flattened into buckets of [`BUCKET_BYTES`]) and then clips;
+//! - **the update** ([`crate::train_loop::Updater::step`]) averages the gradients over ranks
+//!   ([`average_gradients`], flattened into buckets of [`BUCKET_BYTES`]) between backward and
+//!   clipping, for every task alike;
+//! - **random draws inside a step** (dropout, masks, noise) are keyed to the run seed and the
+//!   global index of the sample they belong to
+//!   ([`crate::train_loop::MicroContext::first_sample`]), and dead-code resets reduce their
+//!   usage counts over ranks ([`sum_counts_over_ranks`]), so `N` ranks × batch `B` compute
+//!   what one rank × batch `N·B` computes;
 //! - **the loop** ([`crate::train_loop::run`]) checks the ranks resumed from the same step,
 //!   averages logged metrics over ranks, and lets rank 0 alone validate, write images, metrics
 //!   and checkpoints. Checkpoints hold no rank count, so a run may resume on any number of
@@ -105,16 +110,43 @@ pub fn ensure_same_on_all_ranks(group: &dyn Collective, value: u64, what: &str) 
     Ok(())
 }
 
-/// The seed of this rank's random draws inside a step (dropout, masks): the run seed on rank
-/// 0, a seed derived from `(seed, "rank", r)` on rank `r > 0`, so ranks draw independent masks
-/// for their different samples while a one-process run is unchanged. Data order does not use
-/// it: loaders shard the run seed's global order.
-pub fn rank_seed(seed: u64, rank: usize) -> u64 {
-    if rank == 0 {
-        seed
-    } else {
-        jinn_data::rng::derive_seed(seed, "rank", rank as u64)
+/// Replace `counts` on every rank by their sums over the ranks of the installed group (a
+/// no-op without one): the per-code usage of a whole global batch, from which every rank then
+/// decides the same dead-code resets.
+pub fn sum_counts_over_ranks(counts: &mut [u64]) -> Result<()> {
+    match collective() {
+        Some(group) => sum_counts(group, counts),
+        None => Ok(()),
     }
+}
+
+/// Every rank's `rows` in rank order, on every rank (rank `r`'s values at offset
+/// `r · rows.len()`); without a group, `rows` itself. For decisions that need the whole
+/// global batch, such as resetting a dead code to a random encoder output of the batch.
+pub fn gather_over_ranks(rows: &[f32]) -> Result<Vec<f32>> {
+    match collective() {
+        Some(group) => gather(group, rows),
+        None => Ok(rows.to_vec()),
+    }
+}
+
+/// [`sum_counts_over_ranks`] over `group`. Summed in f64: exact below 2⁵³.
+pub(crate) fn sum_counts(group: &dyn Collective, counts: &mut [u64]) -> Result<()> {
+    let mut values: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+    group.all_reduce_sum_f64(&mut values)?;
+    counts.iter_mut().zip(values).for_each(|(c, v)| *c = v as u64);
+    Ok(())
+}
+
+/// [`gather_over_ranks`] over `group`: a sum in which every other rank contributes zeros at
+/// this rank's offset, so the values arrive unchanged.
+pub(crate) fn gather(group: &dyn Collective, rows: &[f32]) -> Result<Vec<f32>> {
+    let len = rows.len();
+    ensure_same_on_all_ranks(group, len as u64, "the number of values each rank gathers")?;
+    let mut all = vec![0.0f32; len * group.size()];
+    all[group.rank() * len..(group.rank() + 1) * len].copy_from_slice(rows);
+    group.all_reduce_sum_f32(&mut all)?;
+    Ok(all)
 }
 
 #[cfg(test)]

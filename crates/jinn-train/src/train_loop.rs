@@ -1,6 +1,7 @@
-//! The one training loop every model shares. A model implements [`TrainTask`] (its step,
-//! validation, images, and how to snapshot/restore itself); [`run`] drives the steps, LR
-//! schedule, logging, validation, checkpoints with retention and exact resume.
+//! The one training loop every model shares. A model implements [`TrainTask`] (the loss of a
+//! micro-batch, validation, images, its own checkpoint fields); the loop owns the update
+//! ([`Updater`]: accumulation, averaging over ranks, clipping, the optimiser) and drives the
+//! steps, LR schedule, logging, validation, checkpoints with retention and exact resume.
 //!
 //! **Exact resume.** A run stopped after a checkpoint at step `s` and resumed produces the
 //! same parameters as the uninterrupted run, bit for bit on the CPU backend, provided the
@@ -10,41 +11,44 @@
 //! [`TrainState::extra`]). The loop itself is a pure function of the step.
 //!
 //! **Data parallelism.** With a process group installed ([`crate::distributed`]) every rank
-//! runs this loop: tasks average gradients over ranks in
-//! [`StepContext::finish_gradients`], logged metrics are averaged over ranks, and rank 0 alone
+//! runs this loop: the update averages gradients over ranks before clipping and the optimiser
+//! step, logged metrics are averaged over ranks, and rank 0 alone
 //! validates and writes metrics, images and checkpoints. All ranks resume from the same
 //! checkpoint (checked), whatever the number of ranks that wrote it.
 
-use crate::checkpoint::{latest_good, remove_stale_temp_dirs, Checkpoint, CheckpointData, TrainState};
+use crate::checkpoint::{latest_good, remove_stale_temp_dirs, Checkpoint, TrainState};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::config::TrainConfig;
-use crate::distributed::{self, average_gradients, ensure_same_on_all_ranks, mean_over_ranks, Collective};
+use crate::distributed::{self, ensure_same_on_all_ranks, mean_over_ranks, Collective};
 use crate::error::{Result, TrainError};
 use crate::metrics_log::{MetricRecord, RunLogger};
-use crate::optim::clip_global_norm;
 use burn::module::Module;
-use burn::optim::GradientsParams;
 use jinn_nn::warm_pool::WarmPool;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod update;
+pub use update::{MicroBatch, MicroContext, Objective, Updater};
+
 /// Metric name → value.
 pub type Metrics = BTreeMap<String, f64>;
 
-/// What the loop tells a task about the step it is to run.
+/// What the loop tells a task about the update it is in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepContext {
-    /// Updates already applied (0-based); the step's randomness derives from it.
+    /// Updates already applied before this one (0-based).
     pub step: u64,
     /// Learning rate for this update ([`crate::schedule::LrSchedule::lr`]).
     pub lr: f64,
     /// Micro-batches to accumulate before the optimiser update (`train.grad_accum`).
     pub grad_accum: usize,
+    /// Samples per micro-batch on this rank ([`TrainConfig::micro_batch`]).
+    pub micro_batch: usize,
     /// Global-norm clipping threshold, if any ([`crate::optim::clip_global_norm`]).
     pub clip_norm: Option<f64>,
-    /// Seed of the step's random draws: the run seed, or on rank `r > 0` of a data-parallel
-    /// run the seed [`distributed::rank_seed`] derives from it (independent masks per rank).
+    /// The run seed, the same on every rank: random draws inside a step are keyed to it and
+    /// to a step or a global sample index ([`MicroContext::first_sample`]), never to a rank.
     pub seed: u64,
     /// Whether this step's metrics will be logged. Tasks may skip host-side metrics that only
     /// the log reads (top-k accuracies, say) when it is `false`; the loss is always returned.
@@ -52,34 +56,44 @@ pub struct StepContext {
 }
 
 impl StepContext {
-    /// What every task does between backward and the optimiser step: in a data-parallel run,
-    /// replace `grads` by their mean over ranks ([`distributed::average_gradients`]); then,
-    /// with `clip_norm` set, clip to the global norm and record it as `grad_norm` in
-    /// `metrics`. Every rank then holds the same gradients and takes the same update.
-    pub fn finish_gradients<M: Module>(
-        &self,
-        model: &M,
-        grads: &mut GradientsParams,
-        metrics: &mut Metrics,
-    ) -> Result<()> {
-        if let Some(group) = distributed::collective() {
-            average_gradients(model, grads, group)?;
+    /// The context of update `step` of a run with `train`'s settings.
+    pub fn new(train: &TrainConfig, step: u64, logged: bool) -> StepContext {
+        StepContext {
+            step,
+            lr: train.lr.lr(step, train.steps),
+            grad_accum: train.grad_accum,
+            micro_batch: train.micro_batch(),
+            clip_norm: train.clip_norm,
+            seed: train.seed,
+            logged,
         }
-        if let Some(max) = self.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(model, grads, max));
-        }
-        Ok(())
     }
 }
 
-/// A model's side of training.
+/// A model's side of training: the loss of a micro-batch, validation, images and the task's
+/// own checkpoint fields. The update itself (accumulation, averaging over ranks, clipping, the
+/// optimiser) is the loop's ([`Updater`]).
 pub trait TrainTask {
+    /// The module being trained (on the autodiff device).
+    type Model: Module;
+
     /// Model kind stored in checkpoints (resuming another kind is refused).
     fn kind(&self) -> &str;
 
-    /// Run one optimiser update (including its `grad_accum` micro-batches) and return the
-    /// step's metrics (e.g. `loss`, `grad_norm`).
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics>;
+    /// The model being trained.
+    fn model(&self) -> &Self::Model;
+
+    /// Replace the model (after an update, or when a checkpoint is restored).
+    fn set_model(&mut self, model: Self::Model);
+
+    /// The loss (or gradients) and metrics of one micro-batch.
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch>;
+
+    /// After the optimiser update of `ctx.step`: work on the updated model that is not part of
+    /// the gradient step (dead-code resets, say), adding its metrics. Default: nothing.
+    fn after_update(&mut self, _ctx: &StepContext, _metrics: &mut Metrics) -> Result<()> {
+        Ok(())
+    }
 
     /// Evaluate `batches` validation batches after `step` updates.
     fn validate(&mut self, step: u64, batches: usize) -> Result<Metrics>;
@@ -89,12 +103,23 @@ pub trait TrainTask {
         Ok(())
     }
 
-    /// Copy model and optimiser to host memory for a checkpoint; `state` is filled in by the
-    /// loop except for the task's own fields (loader positions, `extra`), which the task sets.
-    fn snapshot(&self, state: TrainState) -> Result<CheckpointData>;
+    /// Fill in the task's own checkpoint fields of `state` (loader positions, `extra`); the
+    /// loop has filled in the rest. Default: none.
+    fn save_state(&self, _state: &mut TrainState) -> Result<()> {
+        Ok(())
+    }
 
-    /// Restore model, optimiser, loader positions and extra state from a checkpoint.
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()>;
+    /// Refuse a checkpoint this task cannot continue (another vocabulary, say), before the
+    /// loop loads anything from it. Default: every checkpoint of the right kind and config.
+    fn check_checkpoint(&self, _checkpoint: &Checkpoint) -> Result<()> {
+        Ok(())
+    }
+
+    /// Restore the task's own fields from `checkpoint`, after the loop has loaded the model
+    /// into it. Default: none.
+    fn restore_state(&mut self, _checkpoint: &Checkpoint) -> Result<()> {
+        Ok(())
+    }
 
     /// A checkpoint's stored `model` config section as this code reads it, compared with the
     /// current one on resume: tasks whose config gained fields implement it with
@@ -193,6 +218,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
         remove_stale_temp_dirs(&opts.run_dir)?;
     }
 
+    let mut updater = Updater::new(task, &train.optim)?;
     let (mut step, skipped) = if opts.resume {
         let found = latest_good(&opts.run_dir)?;
         match found.checkpoint {
@@ -200,7 +226,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
                 let want = opts.config_json.get("model");
                 ckpt.state
                     .ensure_compatible(&ckpt.dir, task.kind(), want, |m| task.normalise_model_config(m))?;
-                task.restore(&ckpt)?;
+                updater.restore(task, &ckpt)?;
                 (ckpt.state.step, found.skipped)
             }
             None => (0, found.skipped),
@@ -236,27 +262,19 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     observer.on_start(start_step, end);
 
     while step < end {
-        let lr = train.lr.lr(step, train.steps);
-        let ctx = StepContext {
-            step,
-            lr,
-            grad_accum: train.grad_accum,
-            clip_norm: train.clip_norm,
-            seed: distributed::rank_seed(train.seed, distributed::rank()),
-            logged: every(train.log_every, step + 1) || step + 1 == end,
-        };
+        let ctx = StepContext::new(train, step, every(train.log_every, step + 1) || step + 1 == end);
         let started = Instant::now();
         let mut metrics = {
             // The other pool threads poll for the step's parallel ops instead of sleeping.
             let _warm = WarmPool::new();
-            task.train_step(&ctx)?
+            updater.step(task, &ctx)?
         };
         let step_time = started.elapsed();
         step += 1;
         if let (Some(g), true) = (group, ctx.logged) {
             average_metrics(g, &mut metrics)?;
         }
-        metrics.insert("lr".into(), lr);
+        metrics.insert("lr".into(), ctx.lr);
         observer.on_step(&StepReport { step, start_step, end_step: end, step_time, metrics: &metrics });
         let (Some(logger), Some(writer)) = (logger.as_mut(), writer.as_mut()) else {
             continue; // not rank 0: nothing to validate or write
@@ -284,7 +302,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
                 metrics_head: logger.head(),
                 extra: Default::default(),
             };
-            writer.submit(task.snapshot(state)?)?;
+            writer.submit(updater.snapshot(task, state)?)?;
         }
     }
     if let (Some(mut logger), Some(writer)) = (logger, writer) {

@@ -21,7 +21,6 @@ use crate::task_common::{
     videos, write_step_gif,
 };
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
@@ -29,8 +28,8 @@ use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::rng_for;
 use jinn_data::FrameShape;
 use jinn_nn::CodeUsage;
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::{Result, TrainError};
 use std::path::Path;
 use std::sync::Arc;
@@ -38,7 +37,6 @@ use std::sync::Arc;
 /// The diffusion dynamics [`TrainTask`].
 pub struct DiffusionTask {
     model: DiffusionGenie,
-    optim: ModuleOptimizer,
     cfg: GenieRunConfig,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
@@ -90,13 +88,7 @@ impl DiffusionTask {
             }
         }
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        let optim = cfg.train.optim.init_for(&model)?;
-        Ok(DiffusionTask { model, optim, cfg: cfg.clone(), train_data, val_data, loader })
-    }
-
-    /// The model being trained.
-    pub fn model(&self) -> &DiffusionGenie {
-        &self.model
+        Ok(DiffusionTask { model, cfg: cfg.clone(), train_data, val_data, loader })
     }
 
     fn forward(
@@ -126,6 +118,16 @@ impl DiffusionTask {
 }
 
 impl TrainTask for DiffusionTask {
+    type Model = DiffusionGenie;
+
+    fn model(&self) -> &DiffusionGenie {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: DiffusionGenie) {
+        self.model = model;
+    }
+
     fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
         jinn_train::config::normalise::<crate::genie::GenieConfig>(stored)
     }
@@ -134,25 +136,13 @@ impl TrainTask for DiffusionTask {
         DYNAMICS_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        let mut acc = GradientsAccumulator::<DiffusionGenie>::new();
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        let batch = next_batch(&mut self.loader)?;
+        let mut rng = rng_for(ctx.seed, "diffusion-noise", ctx.index());
+        let out = Self::forward(&self.model, &batch, &mut rng)?;
         let mut sums = Sums::default();
-        for micro in 0..ctx.grad_accum {
-            let batch = next_batch(&mut self.loader)?;
-            let mut rng =
-                rng_for(ctx.seed, "diffusion-noise", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let out = Self::forward(&self.model, &batch, &mut rng)?;
-            let loss = out.out.loss.clone().div_scalar(ctx.grad_accum as f64); // averaged over micro-batches
-            let grads = GradientsParams::from_grads(loss.backward(), &self.model);
-            self.add(&out, &mut sums)?;
-            acc.accumulate(&self.model, grads);
-        }
-        let mut grads = acc.grads();
-        let mut metrics = sums.into_metrics(false);
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        Ok(metrics)
+        self.add(&out, &mut sums)?;
+        Ok(MicroBatch { objective: Objective::Loss(out.out.loss), metrics: sums.into_metrics(false) })
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -198,14 +188,13 @@ impl TrainTask for DiffusionTask {
         write_step_gif(run_dir, "dynamics", step, &panels, one.frame_shape)
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         state.loader = Some(self.loader.position());
-        snapshot(&self.model, &self.optim, state)
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+    fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = self.model.clone().refreeze(&self.cfg.model);
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         Ok(())
     }

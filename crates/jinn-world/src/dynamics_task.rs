@@ -20,7 +20,6 @@ use crate::task_common::{
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
@@ -29,9 +28,9 @@ use jinn_data::rng::rng_for;
 use jinn_data::FrameShape;
 use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_nn::CodeUsage;
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -71,7 +70,6 @@ pub struct GenieRunConfig {
 /// The dynamics [`TrainTask`].
 pub struct DynamicsTask {
     model: Genie,
-    optim: ModuleOptimizer,
     cfg: GenieRunConfig,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
@@ -98,21 +96,14 @@ impl DynamicsTask {
             }
         }
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        let optim = cfg.train.optim.init_for(&model)?;
         Ok(DynamicsTask {
             model,
-            optim,
             cfg: cfg.clone(),
             train_data,
             val_data,
             loader,
             engine: Engine::new(Mode::Reconstruct, MonitorConfig::default()),
         })
-    }
-
-    /// The model being trained.
-    pub fn model(&self) -> &Genie {
-        &self.model
     }
 
     fn forward(&self, model: &Genie, batch: &Batch, rng: &mut dyn rand::RngCore) -> Result<GenieOutput> {
@@ -212,6 +203,16 @@ impl Sums {
 }
 
 impl TrainTask for DynamicsTask {
+    type Model = Genie;
+
+    fn model(&self) -> &Genie {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Genie) {
+        self.model = model;
+    }
+
     fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
         jinn_train::config::normalise::<crate::genie::GenieConfig>(stored)
     }
@@ -225,40 +226,32 @@ impl TrainTask for DynamicsTask {
         DYNAMICS_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        let mut acc = GradientsAccumulator::<Genie>::new();
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        let batch = next_batch(&mut self.loader)?;
+        let mut rng = rng_for(ctx.seed, "dynamics-mask", ctx.index());
+        let (out, objective) = if self.cfg.model.dynamics.reversible {
+            // Memory-free backprop through the reversible backbone (genie::reversible).
+            let device = self.model.dynamics.token_embed.val().device();
+            let acts = actions(&batch, &device)?;
+            let (out, grads) = self
+                .model
+                .forward_backward_reversible(
+                    videos(&batch, &device),
+                    acts,
+                    &mut rng,
+                    ctx.divisor(),
+                    &mut self.engine,
+                )
+                .map_err(model_err)?;
+            (out, Objective::Gradients(grads))
+        } else {
+            let out = self.forward(&self.model, &batch, &mut rng)?;
+            let loss = out.loss.clone();
+            (out, Objective::Loss(loss))
+        };
         let mut sums = Sums::default();
-        for micro in 0..ctx.grad_accum {
-            let batch = next_batch(&mut self.loader)?;
-            let mut rng = rng_for(ctx.seed, "dynamics-mask", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let divisor = ctx.grad_accum as f64; // the loss is averaged over micro-batches
-            let (out, grads) = if self.cfg.model.dynamics.reversible {
-                // Memory-free backprop through the reversible backbone (genie::reversible).
-                let device = self.model.dynamics.token_embed.val().device();
-                let acts = actions(&batch, &device)?;
-                self.model
-                    .forward_backward_reversible(
-                        videos(&batch, &device),
-                        acts,
-                        &mut rng,
-                        divisor,
-                        &mut self.engine,
-                    )
-                    .map_err(model_err)?
-            } else {
-                let out = self.forward(&self.model, &batch, &mut rng)?;
-                let loss = out.loss.clone().div_scalar(divisor);
-                (out, GradientsParams::from_grads(loss.backward(), &self.model))
-            };
-            self.host_metrics(&out, &mut sums, ctx.logged)?;
-            acc.accumulate(&self.model, grads);
-        }
-        let mut grads = acc.grads();
-        let mut metrics = sums.into_metrics(false);
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        Ok(metrics)
+        self.host_metrics(&out, &mut sums, ctx.logged)?;
+        Ok(MicroBatch { objective, metrics: sums.into_metrics(false) })
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -300,14 +293,13 @@ impl TrainTask for DynamicsTask {
         write_step_gif(run_dir, "dynamics", step, &panels, one.frame_shape)
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         state.loader = Some(self.loader.position());
-        snapshot(&self.model, &self.optim, state)
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.model = checkpoint.load_model(self.model.clone())?.refreeze(&self.cfg.model);
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+    fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.model = self.model.clone().refreeze(&self.cfg.model);
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         Ok(())
     }

@@ -34,7 +34,6 @@ use crate::task_common::{
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
@@ -44,9 +43,9 @@ use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -71,9 +70,12 @@ pub struct LamRunConfig {
 pub struct LamTask {
     device: Device,
     model: Lam,
-    optim: ModuleOptimizer,
     cfg: LamRunConfig,
     tracker: DeadCodeTracker,
+    /// Code usage of the step's micro-batches so far.
+    step_usage: Option<CodeUsage>,
+    /// Encoder outputs `[b·(t−1), l]` of the step's last micro-batch (reset targets).
+    last_emb: Option<Tensor<2>>,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
     loader: Loader,
@@ -91,11 +93,11 @@ impl LamTask {
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        let optim = cfg.train.optim.init_for(&model)?;
         Ok(LamTask {
             device,
             model,
-            optim,
+            step_usage: None,
+            last_emb: None,
             tracker: DeadCodeTracker::new(m.num_codes, m.reset_threshold),
             cfg: cfg.clone(),
             train_data,
@@ -109,11 +111,6 @@ impl LamTask {
         let seed = derive_seed(cfg.train.seed, "init", 0);
         let model = seeded_init(&device, seed, || cfg.model.init(&device)).map_err(model_err)?;
         Self::new(cfg, data_dir, model, device)
-    }
-
-    /// The model being trained.
-    pub fn model(&self) -> &Lam {
-        &self.model
     }
 
     /// The dead-code counters.
@@ -214,6 +211,8 @@ impl Sums {
 }
 
 impl TrainTask for LamTask {
+    type Model = Lam;
+
     fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
         jinn_train::config::normalise::<crate::lam::LamConfig>(stored)
     }
@@ -226,37 +225,41 @@ impl TrainTask for LamTask {
         LAM_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        let mut acc = GradientsAccumulator::<Lam>::new();
+    fn model(&self) -> &Lam {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Lam) {
+        self.model = model;
+    }
+
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        let batch = next_batch(&mut self.loader)?;
+        let videos = videos(&batch, &self.device); // [b, t, h, w, c]
+        let mut rng = rng_for(ctx.seed, "codebook-dropout", ctx.index());
+        let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
         let mut sums = Sums::default();
-        let mut step_usage = CodeUsage { counts: vec![0; self.model.num_codes()] };
-        let mut last_emb = None; // [b·(t−1), l] of the last micro-batch
-        for micro in 0..ctx.grad_accum {
-            let batch = next_batch(&mut self.loader)?;
-            let videos = videos(&batch, &self.device); // [b, t, h, w, c]
-            let mut rng =
-                rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
-            let usage = self.host_metrics(&out, &batch, &mut sums, ctx.logged)?;
-            step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
-            last_emb = Some(out.emb.clone());
-            let loss = out.loss.div_scalar(ctx.grad_accum as f64);
-            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
-        }
-        let mut grads = acc.grads();
-        let mut metrics = sums.into_metrics();
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
+        let usage = self.host_metrics(&out, &batch, &mut sums, ctx.logged)?;
+        let step_usage =
+            self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; usage.counts.len()] });
+        step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+        self.last_emb = Some(out.emb.clone());
+        Ok(MicroBatch { objective: Objective::Loss(out.loss), metrics: sums.into_metrics() })
+    }
+
+    /// The dead-code reset, from the usage of every micro-batch of the step; a reset code
+    /// becomes an encoder output of the step's last micro-batch (`model.reset_to`).
+    fn after_update(&mut self, ctx: &StepContext, metrics: &mut Metrics) -> Result<()> {
+        let usage = self.step_usage.take().unwrap_or(CodeUsage { counts: vec![0; self.model.num_codes()] });
         let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
-        let resets = self.tracker.step(&step_usage, &mut rng).map_err(model_err)?;
-        if let (false, Some(emb)) = (resets.is_empty(), last_emb) {
+        let resets = self.tracker.step(&usage, &mut rng).map_err(model_err)?;
+        if let (false, Some(emb)) = (resets.is_empty(), self.last_emb.take()) {
             let target = self.cfg.model.reset_to;
             self.model.vq =
                 self.model.vq.clone().apply_resets(&resets, target, emb, &mut rng).map_err(model_err)?;
         }
         metrics.insert("codes_reset".into(), resets.len() as f64);
-        Ok(metrics)
+        Ok(())
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -315,18 +318,15 @@ impl TrainTask for LamTask {
         write_step_gif(run_dir, "lam", step, &panels, s)
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         state.loader = Some(self.loader.position());
-        save_dead_code_counters(&mut state, LAST_ACTIVE_KEY, &self.tracker);
-        snapshot(&self.model, &self.optim, state)
+        save_dead_code_counters(state, LAST_ACTIVE_KEY, &self.tracker);
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+    fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
-        restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)?;
-        Ok(())
+        restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)
     }
 }
 

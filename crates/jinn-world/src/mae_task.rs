@@ -18,7 +18,6 @@ use crate::task_common::{
 use crate::tokenizer::TokenizerKind;
 use crate::tokenizer_task::{TokenizerRunConfig, TOKENIZER_KIND};
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
@@ -27,8 +26,8 @@ use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::Result;
 use std::path::Path;
 use std::sync::Arc;
@@ -37,7 +36,6 @@ use std::sync::Arc;
 pub struct MaeTask {
     device: Device,
     model: MaeTokenizer,
-    optim: ModuleOptimizer,
     cfg: TokenizerRunConfig,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
@@ -97,8 +95,7 @@ impl MaeTask {
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        let optim = cfg.train.optim.init_for(&model)?;
-        Ok(MaeTask { device, model, optim, cfg: cfg.clone(), train_data, val_data, loader })
+        Ok(MaeTask { device, model, cfg: cfg.clone(), train_data, val_data, loader })
     }
 
     /// Build the model from `cfg.model` with its initialisation seeded from the run seed, on
@@ -108,14 +105,19 @@ impl MaeTask {
         let model = seeded_init(&device, seed, || cfg.model.init_mae(&device)).map_err(model_err)?;
         Self::new(cfg, data_dir, model, device)
     }
-
-    /// The model being trained.
-    pub fn model(&self) -> &MaeTokenizer {
-        &self.model
-    }
 }
 
 impl TrainTask for MaeTask {
+    type Model = MaeTokenizer;
+
+    fn model(&self) -> &MaeTokenizer {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: MaeTokenizer) {
+        self.model = model;
+    }
+
     fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
         jinn_train::config::normalise::<crate::tokenizer::TokenizerConfig>(stored)
     }
@@ -124,27 +126,16 @@ impl TrainTask for MaeTask {
         TOKENIZER_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        let mut acc = GradientsAccumulator::<MaeTokenizer>::new();
-        let mut sums = Sums::default();
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        let batch = next_batch(&mut self.loader)?;
         let precision = self.cfg.train.precision;
-        for micro in 0..ctx.grad_accum {
-            let batch = next_batch(&mut self.loader)?;
-            let x = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
-            let mut rng = rng_for(ctx.seed, "mae-mask", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let model = precision.compute_model(&self.model);
-            let out = model.forward_train(x, &mut rng).map_err(model_err)?;
-            let loss = out.loss.clone().div_scalar(ctx.grad_accum as f64); // averaged over micro-batches
-            let grads = GradientsParams::from_grads(loss.backward(), &self.model);
-            sums.add(&out, &batch, ctx.logged)?;
-            acc.accumulate(&self.model, grads);
-        }
-        let mut grads = acc.grads();
-        let mut metrics = sums.into_metrics();
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        Ok(metrics)
+        let x = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
+        let mut rng = rng_for(ctx.seed, "mae-mask", ctx.index());
+        let model = precision.compute_model(&self.model);
+        let out = model.forward_train(x, &mut rng).map_err(model_err)?;
+        let mut sums = Sums::default();
+        sums.add(&out, &batch, ctx.logged)?;
+        Ok(MicroBatch { objective: Objective::Loss(out.loss), metrics: sums.into_metrics() })
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -175,14 +166,12 @@ impl TrainTask for MaeTask {
         write_step_gif(run_dir, "recon", step, &panels, one.frame_shape)
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         state.loader = Some(self.loader.position());
-        snapshot(&self.model, &self.optim, state)
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+    fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         Ok(())
     }

@@ -27,7 +27,6 @@ use crate::task_common::{
 use crate::tokenizer::{Tokenizer, TokenizerConfig};
 use crate::tokenizer_eval::{evaluate, write_recon_gif, Sums};
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::Loader;
@@ -35,9 +34,9 @@ use jinn_data::rng::{derive_seed, rng_for};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -93,10 +92,11 @@ fn frame_shape(m: &TokenizerConfig) -> FrameShape {
 pub struct TokenizerTask {
     device: Device,
     model: Tokenizer,
-    optim: ModuleOptimizer,
     cfg: TokenizerRunConfig,
     /// Dead-code counters when `model.reset_threshold > 0`.
     tracker: Option<DeadCodeTracker>,
+    /// Code usage of the step's micro-batches so far (with a tracker).
+    step_usage: Option<CodeUsage>,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
     loader: Loader,
@@ -110,11 +110,10 @@ impl TokenizerTask {
         cfg.train.precision.ensure_supported(&device)?;
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
         let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        let optim = cfg.train.optim.init_for(&model)?;
         Ok(TokenizerTask {
             device,
             model,
-            optim,
+            step_usage: None,
             tracker: (cfg.model.reset_threshold > 0)
                 .then(|| DeadCodeTracker::new(cfg.model.num_codes, cfg.model.reset_threshold)),
             cfg: cfg.clone(),
@@ -132,11 +131,6 @@ impl TokenizerTask {
         Self::new(cfg, data_dir, model, device)
     }
 
-    /// The model being trained.
-    pub fn model(&self) -> &Tokenizer {
-        &self.model
-    }
-
     /// The dead-code counters (`None` when `model.reset_threshold` is 0).
     pub fn tracker(&self) -> Option<&DeadCodeTracker> {
         self.tracker.as_ref()
@@ -144,6 +138,8 @@ impl TokenizerTask {
 }
 
 impl TrainTask for TokenizerTask {
+    type Model = Tokenizer;
+
     fn normalise_model_config(&self, stored: &serde_json::Value) -> serde_json::Value {
         jinn_train::config::normalise::<crate::tokenizer::TokenizerConfig>(stored)
     }
@@ -156,51 +152,56 @@ impl TrainTask for TokenizerTask {
         TOKENIZER_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        let mut acc = GradientsAccumulator::<Tokenizer>::new();
-        let mut sums = Sums::default();
+    fn model(&self) -> &Tokenizer {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Tokenizer) {
+        self.model = model;
+    }
+
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        let batch = next_batch(&mut self.loader)?;
+        // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
+        let precision = self.cfg.train.precision;
+        let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
+        let mut rng = rng_for(ctx.seed, "codebook-dropout", ctx.index());
+        let model = precision.compute_model(&self.model);
+        let (out, objective) = if self.cfg.model.remat {
+            // Per-block recomputation (tokenizer::remat): same gradients, less memory.
+            let (out, grads) =
+                model.forward_backward_remat(videos, &mut rng, ctx.divisor()).map_err(model_err)?;
+            (out, Objective::Gradients(grads))
+        } else {
+            let out = model.forward_train(videos, &mut rng).map_err(model_err)?;
+            let loss = out.loss.clone();
+            (out, Objective::Loss(loss))
+        };
         let num_codes = self.model.num_codes();
-        let mut step_usage = CodeUsage { counts: vec![0; num_codes] };
-        for micro in 0..ctx.grad_accum {
-            let batch = next_batch(&mut self.loader)?;
-            // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
-            let precision = self.cfg.train.precision;
-            let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
-            let mut rng =
-                rng_for(ctx.seed, "codebook-dropout", ctx.step * ctx.grad_accum as u64 + micro as u64);
-            let model = precision.compute_model(&self.model);
-            let divisor = ctx.grad_accum as f64; // the loss is averaged over micro-batches
-            let (out, grads) = if self.cfg.model.remat {
-                // Per-block recomputation (tokenizer::remat): same gradients, less memory.
-                model.forward_backward_remat(videos, &mut rng, divisor).map_err(model_err)?
-            } else {
-                let out = model.forward_train(videos, &mut rng).map_err(model_err)?;
-                let loss = out.loss.clone().div_scalar(divisor);
-                (out, GradientsParams::from_grads(loss.backward(), &self.model))
-            };
-            sums.add(&out, &batch, num_codes, ctx.logged)?;
-            if self.tracker.is_some() {
-                let [b, t, n] = out.indices.dims();
-                let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes)
-                    .map_err(model_err)?;
-                step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
-            }
-            acc.accumulate(&self.model, grads);
+        let mut sums = Sums::default();
+        sums.add(&out, &batch, num_codes, ctx.logged)?;
+        if self.tracker.is_some() {
+            let [b, t, n] = out.indices.dims();
+            let usage =
+                CodeUsage::from_indices(out.indices.reshape([b * t * n]), num_codes).map_err(model_err)?;
+            let step_usage = self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; num_codes] });
+            step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
         }
-        let mut grads = acc.grads();
-        let mut metrics = sums.into_metrics();
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        if let Some(tracker) = &mut self.tracker {
-            let mut rng = rng_for(ctx.seed, "tokenizer-code-reset", ctx.step);
-            let resets = tracker.step(&step_usage, &mut rng).map_err(model_err)?;
-            if !resets.is_empty() {
-                self.model.vq = self.model.vq.clone().reset_codes(&resets).map_err(model_err)?;
-            }
-            metrics.insert("codes_reset".into(), resets.len() as f64);
+        Ok(MicroBatch { objective, metrics: sums.into_metrics() })
+    }
+
+    /// The dead-code reset, from the usage of every micro-batch of the step.
+    fn after_update(&mut self, ctx: &StepContext, metrics: &mut Metrics) -> Result<()> {
+        let (Some(tracker), Some(usage)) = (&mut self.tracker, self.step_usage.take()) else {
+            return Ok(());
+        };
+        let mut rng = rng_for(ctx.seed, "tokenizer-code-reset", ctx.step);
+        let resets = tracker.step(&usage, &mut rng).map_err(model_err)?;
+        if !resets.is_empty() {
+            self.model.vq = self.model.vq.clone().reset_codes(&resets).map_err(model_err)?;
         }
-        Ok(metrics)
+        metrics.insert("codes_reset".into(), resets.len() as f64);
+        Ok(())
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -220,17 +221,15 @@ impl TrainTask for TokenizerTask {
         write_recon_gif(&self.model.valid(), &batch, 1, &dir.join(format!("recon_step_{step:06}.gif")))
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         state.loader = Some(self.loader.position());
         if let Some(tracker) = &self.tracker {
-            save_dead_code_counters(&mut state, LAST_ACTIVE_KEY, tracker);
+            save_dead_code_counters(state, LAST_ACTIVE_KEY, tracker);
         }
-        snapshot(&self.model, &self.optim, state)
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
+    fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         if let Some(tracker) = &mut self.tracker {
             restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, tracker)?;

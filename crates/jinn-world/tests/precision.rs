@@ -7,7 +7,7 @@ use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::checkpoint::{latest_good, MODEL_FILE};
 use jinn_train::precision::Precision;
-use jinn_train::train_loop::{run, RunOptions, StepContext, TrainTask};
+use jinn_train::train_loop::{run, RunOptions, StepContext, TrainTask, Updater};
 use jinn_world::{Tokenizer, TokenizerConfig, TokenizerRunConfig, TokenizerTask};
 use std::path::Path;
 
@@ -86,11 +86,15 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
     let init =
         jinn_nn::init::seeded_init(&device, 7, || run_cfg(Precision::F32).model.init(&device)).unwrap();
     let before = params(&init);
-    let ctx = StepContext { step: 0, lr: 1e-2, grad_accum: 1, clip_norm: Some(1.0), seed: 0, logged: true };
+    let train = run_cfg(Precision::F32).train;
+    let ctx = StepContext { lr: 1e-2, clip_norm: Some(1.0), ..StepContext::new(&train, 0, true) };
 
     let mut tasks = [Precision::F32, Precision::Bf16]
         .map(|p| TokenizerTask::new(&run_cfg(p), data.path(), init.clone(), device.clone()).unwrap());
-    let [m32, m16] = [0, 1].map(|i| tasks[i].train_step(&ctx).unwrap());
+    let [m32, m16] = [0, 1].map(|i| {
+        let mut updater = Updater::new(&tasks[i], &train.optim).unwrap();
+        updater.step(&mut tasks[i], &ctx).unwrap()
+    });
     for key in ["loss", "mse", "psnr", "grad_norm"] {
         let (a, b) = (m32[key], m16[key]);
         assert!(b.is_finite(), "bf16 {key} = {b}");

@@ -16,15 +16,14 @@
 //! so `jinn lm eval` / `generate` need only the run directory.
 
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::rng::rng_for;
 use jinn_nn::reversible::Engine;
-use jinn_train::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
+use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::distributed;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
-use jinn_train::train_loop::{Metrics, StepContext, TrainTask};
+use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -122,7 +121,6 @@ impl LmRunConfig {
 /// The language model's [`TrainTask`].
 pub struct LmTask {
     model: LanguageModel,
-    optim: ModuleOptimizer,
     engine: Option<Engine>,
     cfg: LmRunConfig,
     data: LmData,
@@ -167,18 +165,7 @@ impl LmTask {
             ));
         }
         let model = cfg.model.init(data.meta.vocab_size, cfg.train.seed, device)?;
-        Ok(LmTask {
-            optim: cfg.train.optim.init_for(&model)?,
-            model,
-            engine: cfg.model.backprop.engine(cfg.model.arch),
-            cfg: cfg.clone(),
-            data,
-        })
-    }
-
-    /// The model being trained.
-    pub fn model(&self) -> &LanguageModel {
-        &self.model
+        Ok(LmTask { model, engine: cfg.model.backprop.engine(cfg.model.arch), cfg: cfg.clone(), data })
     }
 
     /// Memory-free engine statistics (reconstruction checks and fallbacks), if one is used.
@@ -222,39 +209,44 @@ pub fn bits_per_byte(nats_per_token: f64, info: &ShardInfo) -> f64 {
 }
 
 impl TrainTask for LmTask {
+    type Model = LanguageModel;
+
+    fn model(&self) -> &LanguageModel {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: LanguageModel) {
+        self.model = model;
+    }
+
     fn kind(&self) -> &str {
         LM_KIND
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         let micro = self.cfg.train.micro_batch();
         let seq = self.cfg.model.max_seq;
         let device = self.model.device();
-        let mut acc = GradientsAccumulator::<LanguageModel>::new();
-        let mut loss_sum = 0.0;
-        for m in 0..ctx.grad_accum {
-            let mut rng =
-                rng_for(self.cfg.train.seed, "lm-batch", ctx.step * ctx.grad_accum as u64 + m as u64);
-            let starts: Vec<usize> = (0..micro * distributed::world_size())
-                .map(|_| rng.random_range(0..self.data.train.len() - seq))
-                .skip(distributed::rank() * micro) // this rank's slice of the global micro-batch
-                .take(micro)
-                .collect();
-            let (x, y) = inputs_targets(&self.data.train, &starts, seq, &device);
-            let (loss, grads) =
-                self.model.forward_backward(x, y, ctx.grad_accum as f64, self.engine.as_mut())?;
-            loss_sum += loss;
-            acc.accumulate(&self.model, grads);
-        }
-        let mut grads = acc.grads();
-        let mut metrics = Metrics::from([("loss".to_string(), loss_sum / ctx.grad_accum as f64)]);
-        // Averaged over ranks in a data-parallel run, then clipped (grad_norm).
-        ctx.finish_gradients(&self.model, &mut grads, &mut metrics)?;
+        // The global micro-batch's windows from (seed, micro-batch index); this rank takes its slice.
+        let mut rng = rng_for(self.cfg.train.seed, "lm-batch", ctx.index());
+        let starts: Vec<usize> = (0..micro * distributed::world_size())
+            .map(|_| rng.random_range(0..self.data.train.len() - seq))
+            .skip(distributed::rank() * micro)
+            .take(micro)
+            .collect();
+        let (x, y) = inputs_targets(&self.data.train, &starts, seq, &device);
+        let (loss, grads) = self.model.forward_backward(x, y, ctx.divisor(), self.engine.as_mut())?;
+        Ok(MicroBatch {
+            objective: Objective::Gradients(grads),
+            metrics: Metrics::from([("loss".to_string(), loss)]),
+        })
+    }
+
+    fn after_update(&mut self, _ctx: &StepContext, metrics: &mut Metrics) -> Result<()> {
         if let Some(stats) = self.engine.as_ref().map(Engine::stats) {
             metrics.insert("reconstruction_fallbacks".into(), stats.fallbacks as f64);
         }
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        Ok(metrics)
+        Ok(())
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -268,24 +260,22 @@ impl TrainTask for LmTask {
         ]))
     }
 
-    fn snapshot(&self, mut state: TrainState) -> Result<CheckpointData> {
+    fn save_state(&self, state: &mut TrainState) -> Result<()> {
         let json = |v: serde_json::Result<serde_json::Value>| {
             v.map_err(|e| TrainError::config("checkpoint", e.to_string()))
         };
         state.extra.insert("tokenizer".into(), json(serde_json::to_value(self.data.meta.tokenizer.clone()))?);
         state.extra.insert("val_shard".into(), json(serde_json::to_value(self.data.meta.val.clone()))?);
-        snapshot(&self.model, &self.optim, state)
+        Ok(())
     }
 
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+    fn check_checkpoint(&self, checkpoint: &Checkpoint) -> Result<()> {
         if stored_tokenizer(checkpoint)? != self.data.meta.tokenizer {
             return Err(TrainError::checkpoint(
                 &checkpoint.dir,
                 "its tokenizer differs from this run's data (another data.tokenizer?)",
             ));
         }
-        self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.cfg.train.optim.init_for(&self.model)?)?;
         Ok(())
     }
 }

@@ -241,11 +241,26 @@ fn ranks_that_disagree_are_told_and_metrics_are_averaged() {
 }
 
 #[test]
-fn rank_zero_keeps_the_run_seed_and_other_ranks_get_their_own() {
-    assert_eq!(rank_seed(7, 0), 7);
-    assert_ne!(rank_seed(7, 1), 7);
-    assert_ne!(rank_seed(7, 1), rank_seed(7, 2));
-    // Without an installed group this process is rank 0 of 1.
+fn without_a_group_this_process_is_rank_zero_of_one() {
     assert_eq!((rank(), world_size(), is_leader()), (0, 1, true));
     assert!(collective().is_none());
+    let mut counts = [3, 0, 5];
+    sum_counts_over_ranks(&mut counts).unwrap();
+    assert_eq!(counts, [3, 0, 5]);
+    assert_eq!(gather_over_ranks(&[1.5, -2.0]).unwrap(), [1.5, -2.0]);
+}
+
+#[test]
+fn counts_sum_and_rows_gather_in_rank_order_on_every_rank() {
+    let out = on_ranks(3, |g| {
+        let r = g.rank() as u64;
+        let mut counts = [r, 10 * r, 7];
+        sum_counts(&g, &mut counts).unwrap();
+        let rows = [r as f32, -(r as f32) - 0.25];
+        (counts, gather(&g, &rows).unwrap())
+    });
+    for (counts, rows) in out {
+        assert_eq!(counts, [3, 30, 21]);
+        assert_eq!(rows, [0.0, -0.25, 1.0, -1.25, 2.0, -2.25]);
+    }
 }

@@ -1,11 +1,10 @@
 use super::*;
-use crate::checkpoint::snapshot;
 use crate::metrics_log::{read_metrics, METRICS_FILE};
 use crate::optim::{clip_global_norm, OptimConfig};
 use crate::schedule::{LrSchedule, ScheduleKind};
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{ModuleVisitor, Param};
 use burn::nn::Linear;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::Rng;
 
@@ -13,8 +12,6 @@ use rand::Rng;
 struct Regression {
     device: Device,
     model: Linear,
-    optim: ModuleOptimizer,
-    optim_cfg: OptimConfig,
     /// `StepContext::logged` of every step this task ran.
     logged: Vec<bool>,
 }
@@ -25,14 +22,11 @@ impl Regression {
         // Deterministic init from (init_seed): the backend RNG may be process-global.
         let mut rng = jinn_data::rng::rng_for(init_seed, "init", 0);
         let w: Vec<f32> = (0..3).map(|_| rng.random_range(-0.5..0.5)).collect();
-        let optim_cfg = OptimConfig { weight_decay: 0.1, ..OptimConfig::default() };
         Regression {
             model: Linear {
                 weight: Param::from_data(TensorData::new(w, [3, 1]), &device),
                 bias: Some(Param::from_data(TensorData::new(vec![0.1f32], [1]), &device)),
             },
-            optim: optim_cfg.init().unwrap(),
-            optim_cfg,
             device,
             logged: Vec::new(),
         }
@@ -54,27 +48,31 @@ impl Regression {
 }
 
 impl TrainTask for Regression {
+    type Model = Linear;
+
     fn kind(&self) -> &str {
         "regression"
     }
 
-    fn train_step(&mut self, ctx: &StepContext) -> Result<Metrics> {
-        self.logged.push(ctx.logged);
-        let mut acc = GradientsAccumulator::<Linear>::new();
-        let mut total = 0.0;
-        for micro in 0..ctx.grad_accum {
-            let (x, y) = self.batch(ctx.seed, "train-batch", ctx.step * 1000 + micro as u64);
-            let loss = self.loss(x, y).div_scalar(ctx.grad_accum as f64);
-            total += loss.clone().into_scalar::<f32>() as f64;
-            acc.accumulate(&self.model, GradientsParams::from_grads(loss.backward(), &self.model));
+    fn model(&self) -> &Linear {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Linear) {
+        self.model = model;
+    }
+
+    fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
+        if ctx.micro == 0 {
+            self.logged.push(ctx.logged);
         }
-        let mut grads = acc.grads();
-        let mut metrics = Metrics::from([("loss".to_string(), total)]);
-        if let Some(max) = ctx.clip_norm {
-            metrics.insert("grad_norm".into(), clip_global_norm(&self.model, &mut grads, max));
-        }
-        self.model = self.optim.step(ctx.lr, self.model.clone(), grads);
-        Ok(metrics)
+        let (x, y) = self.batch(ctx.seed, "train-batch", ctx.step * 1000 + ctx.micro as u64);
+        let loss = self.loss(x, y);
+        let value = loss.clone().into_scalar::<f32>() as f64;
+        Ok(MicroBatch {
+            objective: Objective::Loss(loss),
+            metrics: Metrics::from([("loss".to_string(), value)]),
+        })
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
@@ -84,16 +82,6 @@ impl TrainTask for Regression {
             total += self.loss(x, y).into_scalar::<f32>() as f64;
         }
         Ok(Metrics::from([("loss".to_string(), total / batches as f64)]))
-    }
-
-    fn snapshot(&self, state: TrainState) -> Result<CheckpointData> {
-        snapshot(&self.model, &self.optim, state)
-    }
-
-    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.model = checkpoint.load_model(self.model.clone())?;
-        self.optim = checkpoint.load_optimizer(self.optim_cfg.init()?)?;
-        Ok(())
     }
 }
 
@@ -123,7 +111,7 @@ fn train_cfg() -> TrainConfig {
             warmup_steps: 2,
             decay_steps: 2,
         },
-        optim: OptimConfig::default(),
+        optim: OptimConfig { weight_decay: 0.1, ..OptimConfig::default() },
         clip_norm: Some(0.5),
         log_every: 1,
         val_every: 4,
@@ -143,6 +131,44 @@ fn opts(dir: &Path, resume: bool, stop_at: Option<u64>) -> RunOptions {
         resume,
         stop_at,
         metrics_head_len: 4,
+    }
+}
+
+/// The update written out by hand: accumulate `loss / grad_accum` over the micro-batches,
+/// clip, one AdamW step.
+fn reference_update(
+    task: &mut Regression,
+    optim: &mut burn::optim::ModuleOptimizer,
+    ctx: &StepContext,
+) -> f64 {
+    let mut acc = GradientsAccumulator::<Linear>::new();
+    let mut total = 0.0;
+    for micro in 0..ctx.grad_accum {
+        let (x, y) = task.batch(ctx.seed, "train-batch", ctx.step * 1000 + micro as u64);
+        let loss = task.loss(x, y);
+        total += loss.clone().into_scalar::<f32>() as f64 / ctx.grad_accum as f64;
+        let loss = loss.div_scalar(ctx.grad_accum as f64);
+        acc.accumulate(&task.model, GradientsParams::from_grads(loss.backward(), &task.model));
+    }
+    let mut grads = acc.grads();
+    clip_global_norm(&task.model, &mut grads, ctx.clip_norm.unwrap());
+    task.model = optim.step(ctx.lr, task.model.clone(), grads);
+    total
+}
+
+#[test]
+fn the_loops_update_equals_the_update_written_out_by_hand() {
+    let cfg = train_cfg(); // grad_accum 2, clipping at 0.5
+    let (mut by_loop, mut by_hand) = (Regression::new(1), Regression::new(1));
+    let mut updater = Updater::new(&by_loop, &cfg.optim).unwrap();
+    let mut optim = cfg.optim.init_for(&by_hand.model).unwrap();
+    for step in 0..4 {
+        let ctx = StepContext::new(&cfg, step, true);
+        let metrics = updater.step(&mut by_loop, &ctx).unwrap();
+        let loss = reference_update(&mut by_hand, &mut optim, &ctx);
+        assert_eq!(bits(&by_loop.model), bits(&by_hand.model), "step {step}");
+        assert!((metrics["loss"] - loss).abs() < 1e-12, "step {step}: {} vs {loss}", metrics["loss"]);
+        assert!(metrics["grad_norm"] > 0.0);
     }
 }
 

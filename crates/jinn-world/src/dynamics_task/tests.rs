@@ -4,7 +4,7 @@ use crate::genie::tests::{bits, component_runs, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
 use crate::tokenizer_task::tests::tiny_dataset;
 use burn::tensor::Device;
-use jinn_train::train_loop::run;
+use jinn_train::train_loop::{run, StepContext, Updater};
 
 fn run_cfg(model: GenieConfig) -> GenieRunConfig {
     let train = TrainConfig {
@@ -93,8 +93,8 @@ fn resume_is_bit_identical(dynamics: DynamicsConfig) {
     for r in &train {
         assert!(r.metrics.contains_key("masked_token_top1_accuracy"), "step {}: {:?}", r.step, r.metrics);
     }
-    let ctx = StepContext { step: 4, lr: 1e-3, grad_accum: 1, clip_norm: None, seed: 0, logged: false };
-    let unlogged = full.train_step(&ctx).unwrap();
+    let ctx = StepContext::new(&cfg.train, 4, false);
+    let unlogged = Updater::new(&full, &cfg.train.optim).unwrap().step(&mut full, &ctx).unwrap();
     assert!(
         unlogged["loss"].is_finite() && !unlogged.contains_key("masked_token_top1_accuracy"),
         "{unlogged:?}"

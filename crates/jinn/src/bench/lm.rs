@@ -16,7 +16,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_text::lm::decode::{last_logits, token_row};
 use jinn_text::lm::{bits_per_byte, generate, stream_loss, Arch, LanguageModel, LmRunConfig, Sampling};
-use jinn_train::train_loop::NoObserver;
+use jinn_train::train_loop::{NoObserver, TrainTask};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;

@@ -13,7 +13,7 @@ use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_nn::warm_pool::WarmPool;
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{StepContext, TrainTask};
+use jinn_train::train_loop::{StepContext, TrainTask, Updater};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -152,21 +152,15 @@ fn time_steps<T: TrainTask>(
     let total = a.warmup + a.steps;
     let macs = task.step_macs();
     let mut times = Vec::with_capacity(a.steps as usize);
+    let mut updater = Updater::new(&task, &train.optim)?;
     for step in 0..total {
-        let ctx = StepContext {
-            step,
-            lr: train.lr.lr(step, train.steps),
-            grad_accum: train.grad_accum,
-            clip_norm: train.clip_norm,
-            seed: train.seed,
-            // As on the training steps between two logs (all but one in `log_every`).
-            logged: false,
-        };
+        // Not logged, as on the training steps between two logs (all but one in `log_every`).
+        let ctx = StepContext::new(train, step, false);
         let t = Instant::now();
         let metrics = {
             // As in the training loop: the other pool threads poll instead of sleeping.
             let _warm = WarmPool::new();
-            task.train_step(&ctx)?
+            updater.step(&mut task, &ctx)?
         };
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let loss = metrics.get("loss").copied().unwrap_or(f64::NAN);

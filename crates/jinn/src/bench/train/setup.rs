@@ -10,7 +10,7 @@ use burn::tensor::Device;
 use jinn_data::FrameShape;
 use jinn_train::checkpoint::{write_checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::TrainTask;
+use jinn_train::train_loop::{TrainTask, Updater};
 use jinn_world::{
     ActionSource, DataConfig, DynamicsConfig, DynamicsKind, DynamicsRunConfig, DynamicsTask, LamConfig,
     LamRunConfig, LamTask, TokenizerConfig, TokenizerRunConfig, TokenizerTask,
@@ -89,13 +89,13 @@ pub(super) fn dynamics(
     let tokenizer_run = tmp.join("tokenizer-run");
     let task = TokenizerTask::from_config(&tokenizer_cfg, &data, device.clone())
         .context("initialising the benchmark tokenizer")?;
-    write_fresh_run(&task, &tokenizer_cfg, tokenizer_cfg.train.seed, &tokenizer_run)?;
+    write_fresh_run(&task, &tokenizer_cfg, &tokenizer_cfg.train, &tokenizer_run)?;
     drop(task);
     let lam_cfg = LamRunConfig { model: cfg.lam.clone(), train: cfg.train.clone(), data: cfg.data.clone() };
     let lam_run = tmp.join("lam-run");
     let task =
         LamTask::from_config(&lam_cfg, &data, device.clone()).context("initialising the benchmark LAM")?;
-    write_fresh_run(&task, &lam_cfg, lam_cfg.train.seed, &lam_run)?;
+    write_fresh_run(&task, &lam_cfg, &lam_cfg.train, &lam_run)?;
     drop(task);
 
     let run_cfg = DynamicsRunConfig {
@@ -123,25 +123,26 @@ pub(super) fn dynamics(
     Ok((task, run_cfg.train))
 }
 
-/// Write `task`'s model (and optimiser) as the step-0 checkpoint of a run into `run_dir`, with
-/// `cfg` as the stored run config and `seed` as the run seed — what the training loop writes.
+/// Write `task`'s model (and a fresh optimiser) as the step-0 checkpoint of a run into
+/// `run_dir`, with `cfg` as the stored run config and `train`'s seed as the run seed — what the
+/// training loop writes.
 fn write_fresh_run<T: TrainTask, C: Serialize>(
     task: &T,
     cfg: &C,
-    seed: u64,
+    train: &TrainConfig,
     run_dir: &Path,
 ) -> anyhow::Result<()> {
     let state = TrainState {
         step: 0,
         model_kind: task.kind().to_string(),
         config: jinn_train::config::to_json(cfg),
-        seed,
+        seed: train.seed,
         loader: None,
         val_loader: None,
         metrics_head: Vec::new(),
         extra: Default::default(),
     };
-    write_checkpoint(run_dir, &task.snapshot(state)?)
+    write_checkpoint(run_dir, &Updater::new(task, &train.optim)?.snapshot(task, state)?)
         .with_context(|| format!("writing the fresh {} run {}", task.kind(), run_dir.display()))?;
     Ok(())
 }
