@@ -82,6 +82,11 @@ impl MultiHeadAttention {
     /// Self-attention: `x` `[batch, seq, M]` → `[batch, seq, M]`.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         if let Some(qkv) = self.project_packed(x.clone()) {
+            #[cfg(test)]
+            {
+                let [b, s, m] = x.dims();
+                crate::mac_tally::record(crate::flops::attention_macs(b, s, m));
+            }
             let attended = host_attention::attention_packed(qkv, self.num_heads, self.causal); // [batch, seq, M]
             return linear_rows(&self.output, attended);
         }
@@ -101,6 +106,8 @@ impl MultiHeadAttention {
         let [b, s, m] = x.dims();
         let weight = Tensor::cat(layers.map(|l| l.weight.val()).to_vec(), 1); // [M, 3M]
         let bias = Tensor::cat(biases.into_iter().flatten().collect(), 0); // [3M]
+        #[cfg(test)]
+        crate::mac_tally::record((b * s * m * 3 * m) as u64);
         let qkv = host_linear::affine(x.reshape([b * s, m]), weight, bias); // [batch·seq, 3M]
         Some(qkv.reshape([b, s, 3 * m]))
     }
@@ -126,6 +133,11 @@ impl MultiHeadAttention {
     /// as a KV cache's are); elsewhere the heads are split off for Burn's [`attend`].
     pub fn attend_projected(&self, q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, causal: bool) -> Tensor<3> {
         if runs_on_host(&q) {
+            #[cfg(test)]
+            {
+                let ([b, sq, m], sk) = (q.dims(), k.dims()[1]);
+                crate::mac_tally::record(crate::flops::attend_macs(b, sq, sk, m));
+            }
             let attended = host_attention::attention(q, k, v, self.num_heads, causal); // [batch, seq_q, M]
             return linear_rows(&self.output, attended);
         }
@@ -144,8 +156,14 @@ impl MultiHeadAttention {
     /// `context` `[batch, seq, M]`, heads not split off.
     pub fn project_rows(&self, queries: Tensor<3>, context: Tensor<3>) -> (Tensor<3>, Tensor<3>, Tensor<3>) {
         let q = linear_rows(&self.query, queries);
+        let (k, v) = self.project_kv(context);
+        (q, k, v)
+    }
+
+    /// Keys and values from the rows of `context` `[batch, seq, M]`, heads not split off.
+    pub fn project_kv(&self, context: Tensor<3>) -> (Tensor<3>, Tensor<3>) {
         let k = linear_rows(&self.key, context.clone());
-        (q, k, linear_rows(&self.value, context))
+        (k, linear_rows(&self.value, context))
     }
 
     /// Concatenates heads `[batch, heads, seq, head_dim]` and applies the output projection
@@ -167,6 +185,11 @@ impl MultiHeadAttention {
 /// `[batch, heads, seq, head_dim]` tensors (Burn's fused op; the causal mask hides key
 /// positions after the query position, aligned at the start of both sequences).
 pub fn attend(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+    #[cfg(test)]
+    {
+        let ([b, h, sq, hd], sk) = (q.dims(), k.dims()[2]);
+        crate::mac_tally::record(crate::flops::attend_macs(b * h, sq, sk, hd));
+    }
     let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: causal };
     attention(q, k, v, None, None, options) // [batch, heads, seq_q, head_dim]
 }

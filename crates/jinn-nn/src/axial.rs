@@ -13,13 +13,13 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{LayerNorm, Linear};
 
-use crate::host_norm::layer_norm;
 use burn::tensor::{Device, Tensor};
 
-use crate::activation::gelu_tanh;
-use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
+use crate::attention::MultiHeadAttention;
+use crate::axial_step::{attention_layers, AttentionStep, FfnStep};
 use crate::dense::linear_rows;
 use crate::error::NnError;
+use crate::host_norm::layer_norm;
 use crate::init;
 use crate::position::add_spatiotemporal_pe;
 
@@ -43,17 +43,17 @@ pub struct AxialBlockConfig {
 impl AxialBlockConfig {
     /// Builds the block (LayerNorms scale 1 / bias 0 / eps 1e-6, LeCun-normal kernels, zero biases).
     pub fn init(&self, device: &Device) -> Result<AxialBlock, NnError> {
-        let attn = |causal| {
-            MultiHeadAttentionConfig::new(self.d_model, self.num_heads).with_causal(causal).init(device)
-        };
+        let (m, heads) = (self.d_model, self.num_heads);
+        let (norm_spatial, attn_spatial) = attention_layers(m, heads, self.spatial_causal, device)?;
+        let (norm_temporal, attn_temporal) = attention_layers(m, heads, self.temporal_causal, device)?;
         Ok(AxialBlock {
-            norm_spatial: init::layer_norm(self.d_model, device),
-            attn_spatial: attn(self.spatial_causal)?,
-            norm_temporal: init::layer_norm(self.d_model, device),
-            attn_temporal: attn(self.temporal_causal)?,
-            norm_ffn: init::layer_norm(self.d_model, device),
-            ffn_in: init::linear(self.d_model, self.d_ffn, device),
-            ffn_out: init::linear(self.d_ffn, self.d_model, device),
+            norm_spatial,
+            attn_spatial,
+            norm_temporal,
+            attn_temporal,
+            norm_ffn: init::layer_norm(m, device),
+            ffn_in: init::linear(m, self.d_ffn, device),
+            ffn_out: init::linear(self.d_ffn, m, device),
         })
     }
 }
@@ -79,25 +79,26 @@ pub struct AxialBlock {
 }
 
 impl AxialBlock {
-    /// `x` `[B, T, N, M]` → `[B, T, N, M]`.
+    /// `x` `[B, T, N, M]` → `[B, T, N, M]`: the three residual sub-layers in turn.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let [b, t, n, m] = x.dims();
+        let x = x.clone() + self.spatial().over_tokens(x); // [b, t, n, m]
+        let x = x.clone() + self.temporal().over_frames(x); // [b, t, n, m]
+        x.clone() + self.ffn().apply(x) // [b, t, n, m]
+    }
 
-        // Spatial: attention over n for each (b, t).
-        let h = layer_norm(&self.norm_spatial, x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
-        let h = self.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]
-        let x = x + h;
+    /// The spatial attention sub-layer's layers.
+    pub fn spatial(&self) -> AttentionStep<'_> {
+        AttentionStep { norm: &self.norm_spatial, attn: &self.attn_spatial }
+    }
 
-        // Temporal: attention over t for each (b, n).
-        let h = layer_norm(&self.norm_temporal, x.clone()).swap_dims(1, 2); // [b, n, t, m]
-        let h = self.attn_temporal.forward(h.reshape([b * n, t, m])); // [b·n, t, m]
-        let h = h.reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
-        let x = x + h;
+    /// The temporal attention sub-layer's layers.
+    pub fn temporal(&self) -> AttentionStep<'_> {
+        AttentionStep { norm: &self.norm_temporal, attn: &self.attn_temporal }
+    }
 
-        // FFN.
-        let h = linear_rows(&self.ffn_in, layer_norm(&self.norm_ffn, x.clone())); // [b, t, n, d]
-        let h = linear_rows(&self.ffn_out, gelu_tanh(h)); // [b, t, n, m]
-        x + h
+    /// The FFN sub-layer's layers.
+    pub fn ffn(&self) -> FfnStep<'_> {
+        FfnStep { norm: &self.norm_ffn, up: &self.ffn_in, down: &self.ffn_out }
     }
 }
 
@@ -246,6 +247,40 @@ mod tests {
         let y2 = model.forward(x.slice_assign([0..b, 0..t, n - 1..n, 0..i], noise));
         let first = |y: Tensor<4>| to_vec(y.slice([0..b, 0..t, 0..n - 1, 0..5]));
         assert_eq!(first(y), first(y2));
+    }
+
+    /// The block, written out inline from its layers: pre-normed spatial attention, temporal
+    /// attention and FFN, each added to the stream.
+    fn inline_block(block: &AxialBlock, x: Tensor<4>) -> Tensor<4> {
+        use crate::activation::gelu_tanh;
+        let [b, t, n, m] = x.dims();
+        let h = layer_norm(&block.norm_spatial, x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
+        let x = x + block.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]
+        let h = layer_norm(&block.norm_temporal, x.clone()).swap_dims(1, 2).reshape([b * n, t, m]); // [b·n, t, m]
+        let x = x + block.attn_temporal.forward(h).reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
+        let h = linear_rows(&block.ffn_in, layer_norm(&block.norm_ffn, x.clone())); // [b, t, n, d]
+        x + linear_rows(&block.ffn_out, gelu_tanh(h)) // [b, t, n, m]
+    }
+
+    /// The block is the composition of its three sub-layer steps, to the bit, values and
+    /// input gradients.
+    #[test]
+    fn block_equals_its_sub_layers_written_inline() {
+        let device = Device::flex().autodiff();
+        for causal in [false, true] {
+            let block = AxialBlockConfig::new(16, 32, 4).with_spatial_causal(causal).init(&device).unwrap();
+            let x = Tensor::<4>::random([2, 3, 5, 16], Distribution::Normal(0.0, 1.0), &device);
+            let w = Tensor::<4>::random([2, 3, 5, 16], Distribution::Normal(0.0, 1.0), &device);
+            let run = |f: &dyn Fn(Tensor<4>) -> Tensor<4>| {
+                let x = x.clone().detach().require_grad();
+                let y = f(x.clone());
+                let grads = (y.clone() * w.clone()).sum().backward();
+                (to_vec(y), to_vec(x.grad(&grads).unwrap()))
+            };
+            let steps = run(&|x| block.forward(x));
+            let inline = run(&|x| inline_block(&block, x));
+            assert_eq!(steps, inline, "spatial causal {causal}");
+        }
     }
 
     #[test]

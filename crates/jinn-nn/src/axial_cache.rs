@@ -12,8 +12,8 @@
 //!   attention as the model defines it, full or causal); temporal attention over the cached
 //!   frames plus this one. Used for context frames and for MaskGIT's refinement steps.
 //! * [`AxialKvCache::forward_slot`]: slot `n` of the next frame alone, for models with causal
-//!   spatial attention; a per-layer spatial cache holds slots `0..n` of the current frame
-//!   and is cleared when a new frame starts. Used by token-by-token causal sampling.
+//!   spatial attention; a per-layer spatial cache `[B, 1, S, M]` holds slots `0..n` of the
+//!   current frame and is overwritten as the next frame's slots come. Used by token-by-token causal sampling.
 //! * [`AxialKvCache::commit_frame`]: the frame is final; the next call starts frame `t + 1`.
 //!
 //! Calling `forward_frame` again for the same (uncommitted) frame overwrites that frame's
@@ -25,55 +25,74 @@
 //! take inputs already passed through [`stem_rows`], so a sampler whose inputs come from a
 //! fixed table (token embeddings, mask token) runs the stem once per table row instead of once
 //! per pass; [`AxialKvCache::commit_pass`] fills a frame's keys/values without the work only the
-//! outputs need (the last block's FFN, the output projection).
+//! outputs need (the last block's temporal query and attention, its FFN, the output projection).
+//!
+//! Each block is built from the sub-layer steps of [`crate::axial_step`]: the cached attention
+//! ([`crate::AttentionStep::over_cache`]) takes the new rows and a closure that writes their keys
+//! and values into the buffers and returns the window to attend over.
+
+use std::ops::Range;
 
 use burn::tensor::{Device, Tensor};
 
-use crate::activation::gelu_tanh;
-use crate::attention::attend;
 use crate::axial::{AxialBlock, AxialTransformer};
 use crate::dense::linear_rows;
 use crate::error::NnError;
 use crate::host_norm::layer_norm;
 use crate::position::sinusoid_table;
 
-/// Per-layer buffers (`Option` only so they can be moved out and written in place; always
-/// `Some` between calls).
+/// Keys and values of one attention layer, each `[B, S, T, M]` (heads not split off, as the
+/// projection gives them). `Option` only so the buffers can be moved out and written in place;
+/// always `Some` between calls.
+#[derive(Debug, Clone)]
+struct KvBuffers {
+    keys: Option<Tensor<4>>,
+    values: Option<Tensor<4>>,
+}
+
+impl KvBuffers {
+    fn zeros(shape: [usize; 4], device: &Device) -> Self {
+        KvBuffers { keys: Some(Tensor::zeros(shape, device)), values: Some(Tensor::zeros(shape, device)) }
+    }
+
+    /// The buffers' shape `[B, S, T, M]`.
+    fn dims(&self) -> [usize; 4] {
+        self.keys.as_ref().expect("cache buffer present between calls").dims()
+    }
+
+    /// Writes `k`, `v` into `[at]` of the buffers in place and returns rows `rows` of each
+    /// buffer viewed as `[batch, rows per batch, M]`.
+    fn write_then_rows(
+        &mut self,
+        at: [Range<usize>; 4],
+        (k, v): (Tensor<4>, Tensor<4>),
+        batch: usize,
+        rows: Range<usize>,
+    ) -> (Tensor<3>, Tensor<3>) {
+        let keys = write_then_rows(&mut self.keys, at.clone(), k, batch, rows.clone());
+        (keys, write_then_rows(&mut self.values, at, v, batch, rows))
+    }
+}
+
+/// Per-layer buffers.
 #[derive(Debug, Clone)]
 struct LayerCache {
-    /// Temporal keys `[B, S, T_max, M]` (heads not split off, as the projection gives them).
-    temporal_k: Option<Tensor<4>>,
-    /// Temporal values `[B, S, T_max, M]`.
-    temporal_v: Option<Tensor<4>>,
-    /// Spatial keys of the current frame `[B, H, S, head_dim]` (slot-by-slot mode only).
-    spatial_k: Option<Tensor<4>>,
-    /// Spatial values of the current frame `[B, H, S, head_dim]`.
-    spatial_v: Option<Tensor<4>>,
+    /// Temporal keys and values `[B, S, T_max, M]`.
+    temporal: KvBuffers,
+    /// Spatial keys and values of the current frame `[B, 1, S, M]` (slot-by-slot mode only).
+    spatial: KvBuffers,
 }
 
 /// Writes `value` into `buffer[ranges]` in place (the buffer is moved out, so it is uniquely
-/// owned and `slice_assign` needs no copy) and returns a view of `buffer[upto]`.
-fn write_then_view<const D: usize>(
-    buffer: &mut Option<Tensor<D>>,
-    ranges: [std::ops::Range<usize>; D],
-    value: Tensor<D>,
-    upto: [std::ops::Range<usize>; D],
-) -> Tensor<D> {
-    let written = buffer.take().expect("cache buffer present between calls").slice_assign(ranges, value);
-    let view = written.clone().slice(upto);
-    *buffer = Some(written);
-    view
-}
-
-/// Writes `value` into `buffer[ranges]` in place (as [`write_then_view`]) and returns rows
-/// `rows` of the buffer viewed as `[batch, rows per batch, M]`: a window of the buffer, no copy
-/// (the attention reads it in place on the CPU backend).
+/// owned and `slice_assign` needs no copy) and returns rows `rows` of the buffer viewed as
+/// `[batch, rows per batch, M]`: a window of the buffer, no copy (the attention reads it in
+/// place on the CPU backend).
 fn write_then_rows(
     buffer: &mut Option<Tensor<4>>,
-    ranges: [std::ops::Range<usize>; 4],
+    ranges: [Range<usize>; 4],
     value: Tensor<4>,
     batch: usize,
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
 ) -> Tensor<3> {
     let written = buffer.take().expect("cache buffer present between calls").slice_assign(ranges, value);
     let [b, s, t_max, m] = written.dims();
@@ -101,8 +120,6 @@ pub struct AxialKvCache {
     batch: usize,
     slots: usize,
     max_frames: usize,
-    heads: usize,
-    head_dim: usize,
     /// Frames committed so far (the frame being processed has this index).
     frames: usize,
     /// Slots of the current frame already processed by `forward_slot`.
@@ -126,31 +143,16 @@ impl AxialKvCache {
             });
         }
         let m = model.proj_in.weight.shape().dims::<2>()[1];
-        let heads = model.blocks.first().map_or(1, |b| b.attn_temporal.num_heads);
-        let head_dim = m / heads;
         let layers = model
             .blocks
             .iter()
             .map(|_| LayerCache {
-                temporal_k: Some(Tensor::zeros([batch, slots, max_frames, m], device)),
-                temporal_v: Some(Tensor::zeros([batch, slots, max_frames, m], device)),
-                spatial_k: Some(Tensor::zeros([batch, heads, slots, head_dim], device)),
-                spatial_v: Some(Tensor::zeros([batch, heads, slots, head_dim], device)),
+                temporal: KvBuffers::zeros([batch, slots, max_frames, m], device),
+                spatial: KvBuffers::zeros([batch, 1, slots, m], device),
             })
             .collect();
         let pe = sinusoid_table(max_frames.max(slots), m, device);
-        Ok(AxialKvCache {
-            layers,
-            pe,
-            frame_pe: None,
-            batch,
-            slots,
-            max_frames,
-            heads,
-            head_dim,
-            frames: 0,
-            slots_done: 0,
-        })
+        Ok(AxialKvCache { layers, pe, frame_pe: None, batch, slots, max_frames, frames: 0, slots_done: 0 })
     }
 
     /// Frames committed so far; the next `forward_*` call works on frame `frames()`.
@@ -180,8 +182,8 @@ impl AxialKvCache {
     /// → `[B, S, O]`, equal to the model's output for this frame given the committed frames.
     pub fn forward_frame(&mut self, model: &AxialTransformer, x: Tensor<3>) -> Result<Tensor<3>, NnError> {
         let [b, s, i] = x.dims();
-        self.check_input("frame input [B, S, I]", [b, s], [self.batch, self.slots], i, model)?;
-        let m = model.proj_in.weight.shape().dims::<2>()[1];
+        let [d_in, m] = model.proj_in.weight.shape().dims::<2>();
+        self.check_rows("frame input [B, S, I]", [b, s, i], [self.batch, self.slots, d_in])?;
         let h = stem_rows(model, x.reshape([b * s, i])).reshape([b, s, m]); // [b, s, m]
         self.forward_frame_stemmed(model, h)
     }
@@ -206,25 +208,15 @@ impl AxialKvCache {
     }
 
     /// The blocks on a whole stemmed frame `[B, S, M]`; without `outputs` the last block stops
-    /// after its temporal attention has written the cache (what it returns then is unused).
+    /// once its temporal keys and values are cached (what it returns then is unused).
     fn frame_blocks(
         &mut self,
         model: &AxialTransformer,
         h: Tensor<3>,
         outputs: bool,
     ) -> Result<Tensor<3>, NnError> {
-        let [b, s, m] = h.dims();
         let d_model = model.proj_in.weight.shape().dims::<2>()[1];
-        if [b, s, m] != [self.batch, self.slots, d_model] {
-            return Err(NnError::Shape {
-                what: "stemmed frame [B, S, M]",
-                expected: format!("[{}, {}, {d_model}]", self.batch, self.slots),
-                got: format!("{:?}", [b, s, m]),
-            });
-        }
-        if self.frames >= self.max_frames {
-            return Err(self.full_error());
-        }
+        self.check_rows("stemmed frame [B, S, M]", h.dims(), [self.batch, self.slots, d_model])?;
         let t = self.frames;
         let mut h = h + self.frame_positions(); // [b, s, m]
         let last = model.blocks.len().saturating_sub(1);
@@ -261,8 +253,8 @@ impl AxialKvCache {
         slot: usize,
     ) -> Result<Tensor<3>, NnError> {
         let [b, one, i] = x.dims();
-        self.check_input("slot input [B, 1, I]", [b, one], [self.batch, 1], i, model)?;
-        let m = model.proj_in.weight.shape().dims::<2>()[1];
+        let [d_in, m] = model.proj_in.weight.shape().dims::<2>();
+        self.check_rows("slot input [B, 1, I]", [b, one, i], [self.batch, 1, d_in])?;
         let h = stem_rows(model, x.reshape([b, i])).reshape([b, 1, m]); // [b, 1, m]
         self.forward_slot_stemmed(model, h, slot)
     }
@@ -275,18 +267,8 @@ impl AxialKvCache {
         h: Tensor<3>,
         slot: usize,
     ) -> Result<Tensor<3>, NnError> {
-        let [b, one, m] = h.dims();
-        let d_model = model.proj_in.weight.shape().dims::<2>()[1];
-        if [b, one, m] != [self.batch, 1, d_model] {
-            return Err(NnError::Shape {
-                what: "stemmed slot [B, 1, M]",
-                expected: format!("[{}, 1, {d_model}]", self.batch),
-                got: format!("{:?}", [b, one, m]),
-            });
-        }
-        if self.frames >= self.max_frames {
-            return Err(self.full_error());
-        }
+        let m = model.proj_in.weight.shape().dims::<2>()[1];
+        self.check_rows("stemmed slot [B, 1, M]", h.dims(), [self.batch, 1, m])?;
         if model.blocks.iter().any(|bl| !bl.attn_spatial.causal) {
             return Err(NnError::InvalidConfig {
                 field: "spatial_causal",
@@ -303,27 +285,17 @@ impl AxialKvCache {
         let pe = self.frame_positions(); // [1, s, m]
         let mut h = h + pe.slice([0..1, slot..slot + 1, 0..m]); // [b, 1, m]
         for (block, cache) in model.blocks.iter().zip(&mut self.layers) {
-            h = slot_block(block, cache, h, t, slot, self.heads, self.head_dim);
+            h = slot_block(block, cache, h, t, slot);
         }
         self.slots_done += 1;
         Ok(linear_rows(&model.proj_out, h)) // [b, 1, o]
     }
 
-    fn check_input(
-        &self,
-        what: &'static str,
-        got: [usize; 2],
-        want: [usize; 2],
-        i: usize,
-        model: &AxialTransformer,
-    ) -> Result<(), NnError> {
-        let d_in = model.proj_in.weight.shape().dims::<2>()[0];
-        if got != want || i != d_in {
-            return Err(NnError::Shape {
-                what,
-                expected: format!("[{}, {}, {d_in}]", want[0], want[1]),
-                got: format!("[{}, {}, {i}]", got[0], got[1]),
-            });
+    /// `got` must be `want` (an input's `[B, rows, width]`), and the cache must have room for
+    /// the current frame.
+    fn check_rows(&self, what: &'static str, got: [usize; 3], want: [usize; 3]) -> Result<(), NnError> {
+        if got != want {
+            return Err(NnError::Shape { what, expected: format!("{want:?}"), got: format!("{got:?}") });
         }
         if self.frames >= self.max_frames {
             return Err(self.full_error());
@@ -333,7 +305,7 @@ impl AxialKvCache {
 }
 
 /// One block on a whole frame `x` `[B, S, M]` at frame index `t`.
-/// Without `ffn_too` the block stops after the temporal attention (its caches are written).
+/// Without `ffn_too` the block stops once its temporal keys and values are cached.
 fn frame_block(
     block: &AxialBlock,
     cache: &mut LayerCache,
@@ -343,62 +315,46 @@ fn frame_block(
 ) -> Tensor<3> {
     let [b, s, m] = x.dims();
     // Spatial attention within the frame (the module's own causal flag).
-    let h = block.attn_spatial.forward(layer_norm(&block.norm_spatial, x.clone())); // [b, s, m]
-    let x = x + h;
+    let x = x.clone() + block.spatial().over_seq(x); // [b, s, m]
 
     // Temporal attention: each slot's query against that slot's frames 0..=t.
-    let h = layer_norm(&block.norm_temporal, x.clone()).reshape([b * s, 1, m]); // [b·s, 1, m]
-    let (q, k, v) = block.attn_temporal.project_rows(h.clone(), h); // each [b·s, 1, m]
     let at = [0..b, 0..s, t..t + 1, 0..m];
-    let keys = write_then_rows(&mut cache.temporal_k, at.clone(), k.reshape([b, s, 1, m]), b * s, 0..t + 1); // [b·s, t+1, m]
-    let values = write_then_rows(&mut cache.temporal_v, at, v.reshape([b, s, 1, m]), b * s, 0..t + 1);
+    let rows = x.clone().reshape([b * s, 1, m]); // [b·s, 1, m]
+    let write = |k: Tensor<3>, v: Tensor<3>| {
+        let kv = (k.reshape([b, s, 1, m]), v.reshape([b, s, 1, m]));
+        cache.temporal.write_then_rows(at, kv, b * s, 0..t + 1) // each [b·s, t+1, m]
+    };
     if !ffn_too {
+        block.temporal().fill_cache(rows, |k, v| {
+            write(k, v);
+        });
         return x;
     }
-    // The query is the newest frame: it may see every cached frame, so no mask.
-    let h = block.attn_temporal.attend_projected(q, keys, values, false).reshape([b, s, m]); // [b, s, m]
-    let x = x + h;
-
-    ffn(block, x)
+    let x = x + block.temporal().over_cache(rows, write).reshape([b, s, m]); // [b, s, m]
+    x.clone() + block.ffn().apply(x) // [b, s, m]
 }
 
 /// One block on slot `n` alone, `x` `[B, 1, M]`, at frame index `t`.
-fn slot_block(
-    block: &AxialBlock,
-    cache: &mut LayerCache,
-    x: Tensor<3>,
-    t: usize,
-    n: usize,
-    heads: usize,
-    hd: usize,
-) -> Tensor<3> {
-    let [b, _, _] = x.dims();
+fn slot_block(block: &AxialBlock, cache: &mut LayerCache, x: Tensor<3>, t: usize, n: usize) -> Tensor<3> {
+    let [b, _, m] = x.dims();
     // Spatial attention over slots 0..=n of this frame (causal: later slots do not exist yet).
-    let (q, k, v) = block.attn_spatial.project_qkv(layer_norm(&block.norm_spatial, x.clone())); // [b, heads, 1, hd]
-    let at = [0..b, 0..heads, n..n + 1, 0..hd];
-    let upto = [0..b, 0..heads, 0..n + 1, 0..hd];
-    let keys = write_then_view(&mut cache.spatial_k, at.clone(), k, upto.clone());
-    let values = write_then_view(&mut cache.spatial_v, at, v, upto);
-    let ctx = attend(q, keys, values, false);
-    let x = x + block.attn_spatial.merge_heads(ctx); // [b, 1, m]
+    let at = [0..b, 0..1, n..n + 1, 0..m];
+    let write = |k: Tensor<3>, v: Tensor<3>| {
+        let kv = (k.reshape([b, 1, 1, m]), v.reshape([b, 1, 1, m]));
+        cache.spatial.write_then_rows(at, kv, b, 0..n + 1) // each [b, n+1, m]
+    };
+    let x = x.clone() + block.spatial().over_cache(x, write); // [b, 1, m]
 
     // Temporal attention over slot n of frames 0..=t: rows n·T_max .. n·T_max + t of the
     // buffer viewed as [B, S·T_max, M].
-    let h = layer_norm(&block.norm_temporal, x.clone()); // [b, 1, m]
-    let (q, k, v) = block.attn_temporal.project_rows(h.clone(), h); // each [b, 1, m]
-    let [_, _, t_max, m] = cache.temporal_k.as_ref().expect("cache buffer present between calls").dims();
+    let t_max = cache.temporal.dims()[2];
     let (at, rows) = ([0..b, n..n + 1, t..t + 1, 0..m], n * t_max..n * t_max + t + 1);
-    let keys = write_then_rows(&mut cache.temporal_k, at.clone(), k.reshape([b, 1, 1, m]), b, rows.clone()); // [b, t+1, m]
-    let values = write_then_rows(&mut cache.temporal_v, at, v.reshape([b, 1, 1, m]), b, rows);
-    let x = x + block.attn_temporal.attend_projected(q, keys, values, false); // [b, 1, m]
-
-    ffn(block, x)
-}
-
-/// The block's FFN sub-layer with its residual.
-fn ffn(block: &AxialBlock, x: Tensor<3>) -> Tensor<3> {
-    let h = linear_rows(&block.ffn_in, layer_norm(&block.norm_ffn, x.clone())); // [b, s, d]
-    x + linear_rows(&block.ffn_out, gelu_tanh(h)) // [b, s, m]
+    let write = |k: Tensor<3>, v: Tensor<3>| {
+        let kv = (k.reshape([b, 1, 1, m]), v.reshape([b, 1, 1, m]));
+        cache.temporal.write_then_rows(at, kv, b, rows) // each [b, t+1, m]
+    };
+    let x = x.clone() + block.temporal().over_cache(x, write); // [b, 1, m]
+    x.clone() + block.ffn().apply(x) // [b, 1, m]
 }
 
 #[cfg(test)]

@@ -5,37 +5,19 @@
 //! block's keys and values still come from every token.
 
 use crate::axial::{AxialBlock, AxialTransformer};
-use crate::dense::linear_rows;
-use crate::gelu_tanh;
-use crate::host_norm::layer_norm;
 use burn::tensor::Tensor;
 
 impl AxialBlock {
     /// [`AxialBlock::forward`] at spatial slot `slot` only: `x` `[B, T, N, M]` → `[B, T, 1, M]`.
+    /// The slot's spatial query sees the tokens it may see; its temporal attention and FFN are
+    /// those of the full block on the slot's own sequence.
     pub fn forward_at_slot(&self, x: Tensor<4>, slot: usize) -> Tensor<4> {
         let [b, t, n, m] = x.dims();
         assert!(slot < n, "slot {slot} of {n} tokens");
-
-        // Spatial: the slot's query over the tokens it may see (all, or up to itself if causal).
-        let seen = if self.attn_spatial.causal { slot + 1 } else { n };
-        let normed = layer_norm(&self.norm_spatial, x.clone()); // [b, t, n, m]
-        let query = normed.clone().slice([0..b, 0..t, slot..slot + 1, 0..m]); // [b, t, 1, m]
-        let query = query.reshape([b * t, 1, m]); // [b·t, 1, m]
-                                                  // Not sliced when every token is seen: the backward of a whole-tensor slice is a
-                                                  // zero-fill and a copy.
-        let context = if seen == n { normed } else { normed.slice([0..b, 0..t, 0..seen, 0..m]) };
-        let context = context.reshape([b * t, seen, m]); // [b·t, seen, m]
-        let h = self.attn_spatial.forward_cross(query, context).reshape([b, t, 1, m]); // [b, t, 1, m]
-        let x = x.slice([0..b, 0..t, slot..slot + 1, 0..m]) + h; // [b, t, 1, m]
-
-        // Temporal: attention over t of the slot's own sequence, as in the full block.
-        let h = layer_norm(&self.norm_temporal, x.clone()).reshape([b, t, m]); // [b, t, m]
-        let h = self.attn_temporal.forward(h).reshape([b, t, 1, m]); // [b, t, 1, m]
-        let x = x + h; // [b, t, 1, m]
-
-        // FFN.
-        let h = linear_rows(&self.ffn_in, layer_norm(&self.norm_ffn, x.clone())); // [b, t, 1, d]
-        x + linear_rows(&self.ffn_out, gelu_tanh(h)) // [b, t, 1, m]
+        let at_slot = x.clone().slice([0..b, 0..t, slot..slot + 1, 0..m]); // [b, t, 1, m]
+        let x = at_slot + self.spatial().over_tokens_at(x, slot); // [b, t, 1, m]
+        let x = x.clone() + self.temporal().over_frames(x); // [b, t, 1, m]
+        x.clone() + self.ffn().apply(x) // [b, t, 1, m]
     }
 }
 

@@ -20,6 +20,8 @@ pub fn linear_rows<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
     let mut dims = x.dims();
     let d_in = dims[D - 1];
     let rows = dims[..D - 1].iter().product::<usize>();
+    #[cfg(test)]
+    crate::mac_tally::record(crate::flops::dense_macs(layer, rows));
     let y = crate::host_linear::linear(layer, x.reshape([rows, d_in])); // [rows, M_out]
     dims[D - 1] = y.dims()[1];
     y.reshape(dims) // [.., M_out]

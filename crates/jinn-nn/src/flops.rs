@@ -1,8 +1,11 @@
 //! Multiply-accumulate (MAC) counts of forward passes, read from the layers' weights: the dense
 //! layers and the attention matmuls, the work that bounds a step from below (a roofline's
 //! compute side). `jinn bench train` turns them into a step's FLOPs and a time
-//! floor. Written here because the counts follow this crate's own layer layout.
+//! floor. The axial counts are sums of the per-sub-layer counts in [`crate::axial_step`]; the
+//! tests check them against the work the forward passes really run (a tally kept by the dense
+//! layers and attention matmuls in test builds).
 
+use crate::attention::MultiHeadAttention;
 use crate::axial::{AxialBlock, AxialTransformer};
 use burn::nn::Linear;
 
@@ -16,41 +19,42 @@ pub fn dense_macs(linear: &Linear, rows: usize) -> u64 {
 /// `len` tokens at width `d_model`. Causal attention is counted in full: Burn's attention
 /// computes every score and then masks the hidden half.
 pub fn attention_macs(sequences: usize, len: usize, d_model: usize) -> u64 {
-    2 * sequences as u64 * (len * len) as u64 * d_model as u64
+    attend_macs(sequences, len, len, d_model)
 }
 
-/// MACs of one axial block on `[B, T, N, M]`: the spatial and temporal attention (four
-/// `M → M` projections each, plus their score and value matmuls) and the FFN `M → D → M`.
-fn block_macs(block: &AxialBlock, [b, t, n]: [usize; 3]) -> u64 {
-    let rows = b * t * n;
-    let m = block.ffn_in.weight.dims()[0];
-    let projections: u64 = [&block.attn_spatial, &block.attn_temporal]
-        .into_iter()
-        .flat_map(|a| [&a.query, &a.key, &a.value, &a.output])
-        .map(|l| dense_macs(l, rows))
-        .sum();
-    let ffn = dense_macs(&block.ffn_in, rows) + dense_macs(&block.ffn_out, rows);
-    projections + ffn + attention_macs(b * t, n, m) + attention_macs(b * n, t, m)
+/// MACs of the two attention matmuls of `sequences` sequences of `queries` query rows over
+/// `keys` key rows at width `d_model` (all heads together).
+pub fn attend_macs(sequences: usize, queries: usize, keys: usize, d_model: usize) -> u64 {
+    2 * (sequences * queries * keys) as u64 * d_model as u64
 }
 
-/// MACs of [`AxialBlock::forward_at_slot`] on `[B, T, N, M]`: the slot's query against the keys
-/// and values of the tokens it sees (all `N`, or `slot + 1` under spatial causality), then the
-/// slot's temporal attention and FFN.
-fn block_at_slot_macs(block: &AxialBlock, [b, t, n]: [usize; 3], slot: usize) -> u64 {
-    let slot_rows = b * t;
-    let m = block.ffn_in.weight.dims()[0];
-    let seen = if block.attn_spatial.causal { slot + 1 } else { n };
-    let a = &block.attn_spatial;
-    let spatial = dense_macs(&a.query, slot_rows)
-        + dense_macs(&a.key, slot_rows * seen)
-        + dense_macs(&a.value, slot_rows * seen)
-        + 2 * (slot_rows * seen * m) as u64
-        + dense_macs(&a.output, slot_rows);
-    let a = &block.attn_temporal;
-    let temporal: u64 =
-        [&a.query, &a.key, &a.value, &a.output].into_iter().map(|l| dense_macs(l, slot_rows)).sum();
-    let ffn = dense_macs(&block.ffn_in, slot_rows) + dense_macs(&block.ffn_out, slot_rows);
-    spatial + temporal + attention_macs(b, t, m) + ffn
+/// MACs of `attn` on `batch` sequences of `queries` query rows attending to `keys` rows (whose
+/// keys and values it projects): the four `M → M` projections and the attention matmuls.
+pub fn attention_layer_macs(attn: &MultiHeadAttention, batch: usize, queries: usize, keys: usize) -> u64 {
+    let m = attn.query.weight.dims()[0];
+    dense_macs(&attn.query, batch * queries)
+        + dense_macs(&attn.key, batch * keys)
+        + dense_macs(&attn.value, batch * keys)
+        + attend_macs(batch, queries, keys, m)
+        + dense_macs(&attn.output, batch * queries)
+}
+
+impl AxialBlock {
+    /// MACs of [`AxialBlock::forward`] on `[B, T, N, M]`: its three sub-layers.
+    pub fn forward_macs(&self, shape: [usize; 3]) -> u64 {
+        let [b, t, n] = shape;
+        self.spatial().over_tokens_macs(shape)
+            + self.temporal().over_frames_macs(shape)
+            + self.ffn().macs(b * t * n)
+    }
+
+    /// MACs of [`AxialBlock::forward_at_slot`] on `[B, T, N, M]`: the slot's spatial query
+    /// against the tokens it sees, then the slot's temporal attention and FFN.
+    pub fn forward_at_slot_macs(&self, [b, t, n]: [usize; 3], slot: usize) -> u64 {
+        self.spatial().over_tokens_at_macs([b, t, n], slot)
+            + self.temporal().over_frames_macs([b, t, 1])
+            + self.ffn().macs(b * t)
+    }
 }
 
 impl AxialTransformer {
@@ -58,7 +62,7 @@ impl AxialTransformer {
     /// `I → M`, the blocks and the head `M → O`.
     pub fn forward_macs(&self, shape: [usize; 3]) -> u64 {
         let [b, t, n] = shape;
-        let blocks: u64 = self.blocks.iter().map(|block| block_macs(block, shape)).sum();
+        let blocks: u64 = self.blocks.iter().map(|block| block.forward_macs(shape)).sum();
         dense_macs(&self.proj_in, b * t * n) + blocks + dense_macs(&self.proj_out, b * t * n)
     }
 
@@ -68,8 +72,8 @@ impl AxialTransformer {
         let [b, t, n] = shape;
         let blocks: u64 = match self.blocks.split_last() {
             Some((last, earlier)) => {
-                earlier.iter().map(|block| block_macs(block, shape)).sum::<u64>()
-                    + block_at_slot_macs(last, shape, slot)
+                earlier.iter().map(|block| block.forward_macs(shape)).sum::<u64>()
+                    + last.forward_at_slot_macs(shape, slot)
             }
             None => 0,
         };
@@ -80,7 +84,8 @@ impl AxialTransformer {
 #[cfg(test)]
 mod tests {
     use crate::axial::AxialTransformerConfig;
-    use burn::tensor::Device;
+    use crate::mac_tally::count;
+    use burn::tensor::{Device, Distribution, Tensor};
 
     /// The count written out from the config's widths: stem `I·M`, per block `8·M²`
     /// projections, `2·M·D` FFN, attention `2·N·M` per token spatially and `2·T·M` temporally,
@@ -143,6 +148,29 @@ mod tests {
                     expected,
                     "{blocks} blocks, causal {causal}"
                 );
+            }
+        }
+    }
+
+    /// The formulas against the MACs the forward passes really run (the dense layers' and
+    /// attention matmuls' tally), whole-clip and at a slot, with full and causal spatial
+    /// attention, autodiff or not (the packed and unpacked projection paths).
+    #[test]
+    fn forward_macs_equal_the_work_the_forward_runs() {
+        for device in [Device::flex(), Device::flex().autodiff()] {
+            for (blocks, causal, [b, t, n]) in
+                [(0, false, [1, 2, 3]), (1, true, [2, 3, 4]), (2, false, [1, 4, 5])]
+            {
+                let cfg = AxialTransformerConfig::new(6, 8, 12, 5, blocks, 2).with_spatial_causal(causal);
+                let model = cfg.init(&device).unwrap();
+                let x = Tensor::<4>::random([b, t, n, 6], Distribution::Normal(0.0, 1.0), &device);
+                let (_, ran) = count(|| model.forward(x.clone()));
+                assert_eq!(ran, model.forward_macs([b, t, n]), "{blocks} blocks, causal {causal}");
+                for slot in [0, n - 1] {
+                    let (_, ran) = count(|| model.forward_at_slot(x.clone(), slot));
+                    let formula = model.forward_at_slot_macs([b, t, n], slot);
+                    assert_eq!(ran, formula, "{blocks} blocks, causal {causal}, slot {slot}");
+                }
             }
         }
     }

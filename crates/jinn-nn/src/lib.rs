@@ -13,6 +13,7 @@ pub mod attention;
 pub mod axial;
 pub mod axial_cache;
 pub mod axial_slot;
+pub mod axial_step;
 pub mod dense;
 pub mod error;
 pub mod flops;
@@ -32,6 +33,8 @@ pub mod vq;
 pub mod warm_pool;
 
 #[cfg(test)]
+mod mac_tally;
+#[cfg(test)]
 mod params;
 #[cfg(test)]
 mod test_util;
@@ -40,6 +43,7 @@ pub use activation::gelu_tanh;
 pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 pub use axial::{AxialBlock, AxialBlockConfig, AxialTransformer, AxialTransformerConfig};
 pub use axial_cache::{stem_rows, AxialKvCache};
+pub use axial_step::{AttentionStep, FfnStep};
 pub use dense::linear_rows;
 pub use error::NnError;
 pub use patch::{patchify, unpatchify, PatchGrid};

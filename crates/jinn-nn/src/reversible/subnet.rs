@@ -7,9 +7,8 @@ use burn::config::Config;
 use burn::module::{Module, ModuleDisplay};
 use burn::nn::{LayerNorm, Linear};
 
-use crate::dense::linear_rows;
+use crate::axial_step::{attention_layers, AttentionStep, FfnStep};
 use crate::host_norm::layer_norm;
-use burn::tensor::activation::gelu_approximate;
 use burn::tensor::{Device, Tensor};
 
 use burn::nn::{RotaryEncoding, RotaryEncodingConfig};
@@ -58,10 +57,16 @@ pub struct Ffn {
     pub down: Linear,
 }
 
+impl Ffn {
+    /// The FFN as a sub-layer step.
+    pub fn step(&self) -> FfnStep<'_> {
+        FfnStep { norm: &self.norm, up: &self.up, down: &self.down }
+    }
+}
+
 impl<const D: usize> SubNet<D> for Ffn {
     fn apply(&self, x: Tensor<D>) -> Tensor<D> {
-        let h = linear_rows(&self.up, layer_norm(&self.norm, x)); // [.., hidden]
-        linear_rows(&self.down, gelu_approximate(h)) // [.., width]
+        self.step().apply(x) // [.., width]
     }
 }
 
@@ -232,15 +237,10 @@ pub struct AxialAttentionConfig {
 impl AxialAttentionConfig {
     /// Builds the sub-network.
     pub fn init(&self, device: &Device) -> Result<AxialAttention, NnError> {
-        let attn = |causal| {
-            MultiHeadAttentionConfig::new(self.width, self.num_heads).with_causal(causal).init(device)
-        };
-        Ok(AxialAttention {
-            norm_spatial: init::layer_norm(self.width, device),
-            attn_spatial: attn(self.spatial_causal)?,
-            norm_temporal: init::layer_norm(self.width, device),
-            attn_temporal: attn(self.temporal_causal)?,
-        })
+        let (w, heads) = (self.width, self.num_heads);
+        let (norm_spatial, attn_spatial) = attention_layers(w, heads, self.spatial_causal, device)?;
+        let (norm_temporal, attn_temporal) = attention_layers(w, heads, self.temporal_causal, device)?;
+        Ok(AxialAttention { norm_spatial, attn_spatial, norm_temporal, attn_temporal })
     }
 }
 
@@ -259,14 +259,22 @@ pub struct AxialAttention {
     pub attn_temporal: MultiHeadAttention,
 }
 
+impl AxialAttention {
+    /// The spatial attention step (as [`crate::AxialBlock::spatial`]).
+    pub fn spatial(&self) -> AttentionStep<'_> {
+        AttentionStep { norm: &self.norm_spatial, attn: &self.attn_spatial }
+    }
+
+    /// The temporal attention step (as [`crate::AxialBlock::temporal`]).
+    pub fn temporal(&self) -> AttentionStep<'_> {
+        AttentionStep { norm: &self.norm_temporal, attn: &self.attn_temporal }
+    }
+}
+
 impl SubNet<4> for AxialAttention {
     fn apply(&self, x: Tensor<4>) -> Tensor<4> {
-        let [b, t, n, m] = x.dims();
-        let h = layer_norm(&self.norm_spatial, x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
-        let spatial = self.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]
-        let h = layer_norm(&self.norm_temporal, x + spatial.clone()).swap_dims(1, 2); // [b, n, t, m]
-        let h = self.attn_temporal.forward(h.reshape([b * n, t, m])); // [b·n, t, m]
-        let temporal = h.reshape([b, n, t, m]).swap_dims(1, 2); // [b, t, n, m]
+        let spatial = self.spatial().over_tokens(x.clone()); // [b, t, n, m]
+        let temporal = self.temporal().over_frames(x + spatial.clone()); // [b, t, n, m]
         spatial + temporal
     }
 }
@@ -317,6 +325,28 @@ mod tests {
         rope.norm = plain.norm.clone();
         rope.attn = plain.attn.clone();
         assert!(asymmetry(&rope) > 1e-3, "rotary embeddings must tell positions apart");
+    }
+
+    /// The reversible axial F is the axial block's two attention sub-layers less the identity
+    /// path, and its G the block's FFN sub-layer.
+    #[test]
+    fn axial_subnets_are_the_axial_block_sub_layers() {
+        let device = Device::flex();
+        let block = crate::AxialBlockConfig::new(8, 16, 2).with_spatial_causal(true).init(&device).unwrap();
+        let f = AxialAttention {
+            norm_spatial: block.norm_spatial.clone(),
+            attn_spatial: block.attn_spatial.clone(),
+            norm_temporal: block.norm_temporal.clone(),
+            attn_temporal: block.attn_temporal.clone(),
+        };
+        let g = Ffn { norm: block.norm_ffn.clone(), up: block.ffn_in.clone(), down: block.ffn_out.clone() };
+        let x = Tensor::<4>::random([2, 3, 4, 8], Distribution::Normal(0.0, 1.0), &device);
+        let after_spatial = x.clone() + block.spatial().over_tokens(x.clone());
+        let attention_layers = after_spatial.clone() + block.temporal().over_frames(after_spatial);
+        let d: f32 = (x.clone() + f.apply(x.clone()) - attention_layers).abs().max().into_scalar();
+        assert!(d < 1e-5, "F differs from the attention sub-layers by {d}");
+        let same: f32 = (g.apply(x.clone()) - block.ffn().apply(x)).abs().max().into_scalar();
+        assert_eq!(same, 0.0, "G is the FFN sub-layer");
     }
 
     #[test]
