@@ -27,6 +27,51 @@ pub fn rng_for(seed: u64, purpose: &str, index: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(derive_seed(seed, purpose, index))
 }
 
+/// The random streams of one batch, one per sample: sample `i` draws from
+/// `(seed, purpose, first + i)`, where `first` is the global index of the batch's first sample.
+/// A sample's draws (its dropout, mask, noise) then do not depend on which rank or micro-batch
+/// holds it, so `N` ranks × batch `B` draw what one rank × batch `N·B` draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleStreams {
+    /// The run seed.
+    pub seed: u64,
+    /// What the draws are for (`"codebook-dropout"`, `"dynamics-mask"`, …).
+    pub purpose: &'static str,
+    /// Global index of the batch's first sample.
+    pub first: u64,
+    /// Samples in the batch.
+    pub count: usize,
+}
+
+impl SampleStreams {
+    /// The streams of `count` samples from global index `first` on.
+    pub fn new(seed: u64, purpose: &'static str, first: u64, count: usize) -> SampleStreams {
+        SampleStreams { seed, purpose, first, count }
+    }
+
+    /// The generator of sample `i` of the batch.
+    pub fn sample(&self, i: usize) -> ChaCha8Rng {
+        debug_assert!(i < self.count, "sample {i} of a batch of {}", self.count);
+        rng_for(self.seed, self.purpose, self.first + i as u64)
+    }
+
+    /// The generators of every sample, in order.
+    pub fn rngs(&self) -> Vec<ChaCha8Rng> {
+        (0..self.count).map(|i| self.sample(i)).collect()
+    }
+
+    /// The same samples' streams for another purpose.
+    pub fn for_purpose(self, purpose: &'static str) -> SampleStreams {
+        SampleStreams { purpose, ..self }
+    }
+
+    /// Samples `i0..i0 + count` of this batch, as a batch of their own.
+    pub fn slice(self, i0: usize, count: usize) -> SampleStreams {
+        debug_assert!(i0 + count <= self.count, "samples {i0}..{} of {}", i0 + count, self.count);
+        SampleStreams { first: self.first + i0 as u64, count, ..self }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +83,17 @@ mod tests {
         assert_ne!(a, derive_seed(2, "window", 7));
         assert_ne!(a, derive_seed(1, "shuffle", 7));
         assert_ne!(a, derive_seed(1, "window", 8));
+    }
+
+    #[test]
+    fn a_samples_stream_depends_on_its_global_index_only() {
+        use rand::Rng;
+        let whole = SampleStreams::new(5, "mask", 8, 4);
+        let halves = [whole.slice(0, 2), SampleStreams::new(5, "mask", 10, 2)];
+        let draw = |s: &SampleStreams, i: usize| s.sample(i).random::<u64>();
+        assert_eq!(draw(&whole, 1), draw(&halves[0], 1));
+        assert_eq!(draw(&whole, 3), draw(&halves[1], 1));
+        assert_ne!(draw(&whole, 0), draw(&whole, 1));
+        assert_ne!(draw(&whole, 0), draw(&whole.for_purpose("noise"), 0));
     }
 }

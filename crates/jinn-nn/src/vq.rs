@@ -127,7 +127,11 @@ pub fn dropout_mask(
     rng: &mut impl Rng,
     device: &Device,
 ) -> Tensor<2, Bool> {
-    let len = rows * codes;
+    Tensor::from_data(TensorData::new(dropout_entries(rows * codes, p, rng), [rows, codes]), device)
+}
+
+/// `len` entries of a dropout mask (see [`dropout_mask`]).
+fn dropout_entries(len: usize, p: f64, rng: &mut impl Rng) -> Vec<bool> {
     let mut mask = vec![false; len];
     if p > 0.0 {
         let log_keep = (1.0 - p).ln(); // < 0
@@ -146,7 +150,30 @@ pub fn dropout_mask(
             }
         }
     }
-    Tensor::from_data(TensorData::new(mask, [rows, codes]), device)
+    mask
+}
+
+/// A dropout mask `[rows, codes]` whose rows belong to `sample_rngs.len()` samples in order
+/// (equally many each); each sample's rows are drawn from its own generator, so a sample's
+/// mask does not depend on the other samples of its batch.
+pub fn per_sample_dropout_mask<R: Rng>(
+    rows: usize,
+    codes: usize,
+    p: f64,
+    sample_rngs: &mut [R],
+    device: &Device,
+) -> Result<Tensor<2, Bool>, NnError> {
+    let samples = sample_rngs.len();
+    if samples == 0 || !rows.is_multiple_of(samples) {
+        return Err(NnError::InvalidConfig {
+            field: "codebook dropout",
+            reason: format!("{rows} rows cannot be split evenly over {samples} sample generators"),
+        });
+    }
+    let per_sample = rows / samples * codes;
+    let mask: Vec<bool> =
+        sample_rngs.iter_mut().flat_map(|rng| dropout_entries(per_sample, p, rng)).collect();
+    Ok(Tensor::from_data(TensorData::new(mask, [rows, codes]), device))
 }
 
 impl VectorQuantizer {
@@ -160,14 +187,16 @@ impl VectorQuantizer {
         self.quantize(x, None)
     }
 
-    /// Training forward: codebook dropout with probability `self.dropout`, drawn from `rng`.
-    pub fn forward_train(&self, x: Tensor<2>, rng: &mut impl Rng) -> VqOutput {
+    /// Training forward: codebook dropout with probability `self.dropout`. The rows of `x`
+    /// belong to `sample_rngs.len()` samples in order, each drawing its rows' dropout from its
+    /// own generator ([`per_sample_dropout_mask`]).
+    pub fn forward_train<R: Rng>(&self, x: Tensor<2>, sample_rngs: &mut [R]) -> Result<VqOutput, NnError> {
         if self.dropout == 0.0 {
-            return self.quantize(x, None);
+            return Ok(self.quantize(x, None));
         }
         let [d, _] = x.dims();
-        let mask = dropout_mask(d, self.num_codes(), self.dropout, rng, &x.device());
-        self.quantize(x, Some(mask))
+        let mask = per_sample_dropout_mask(d, self.num_codes(), self.dropout, sample_rngs, &x.device())?;
+        Ok(self.quantize(x, Some(mask)))
     }
 
     /// Forward with an explicit dropout mask `[D, K]` (`true` = dropped), or none.
@@ -574,9 +603,9 @@ mod tests {
         let (k, l, d, p) = (8, 4, 64, 0.5);
         let vq = quantizer(k, l, p, &device);
         let x = Tensor::<2>::random([d, l], Distribution::Normal(0.0, 1.0), &device);
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let rng = ChaCha8Rng::seed_from_u64(3);
         let mut replay = rng.clone();
-        let out = vq.forward_train(x.clone(), &mut rng);
+        let out = vq.forward_train(x.clone(), &mut [rng]).unwrap();
         let mask: Vec<bool> = dropout_mask(d, k, p, &mut replay, &device).try_into_vec_as::<bool>().unwrap();
         assert!(mask.iter().any(|m| *m) && mask.iter().any(|m| !*m));
         let xs = to_vec(x);
@@ -626,6 +655,24 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let none: Vec<bool> = dropout_mask(3, 4, 0.0, &mut rng, &device).try_into_vec_as::<bool>().unwrap();
         assert!(none.iter().all(|v| !*v));
+    }
+
+    /// Each sample's rows come from its own generator: the mask of a batch of samples is the
+    /// masks of the samples, stacked; rows that do not split evenly are refused.
+    #[test]
+    fn per_sample_masks_stack_the_samples_masks() {
+        let device = Device::flex();
+        let (rows, codes, p) = (6, 5, 0.4);
+        let rngs = |seeds: &[u64]| seeds.iter().map(|&s| ChaCha8Rng::seed_from_u64(s)).collect::<Vec<_>>();
+        let whole = per_sample_dropout_mask(rows, codes, p, &mut rngs(&[1, 2, 3]), &device).unwrap();
+        let whole: Vec<bool> = whole.try_into_vec_as::<bool>().unwrap();
+        for (i, seed) in [1u64, 2, 3].into_iter().enumerate() {
+            let one = per_sample_dropout_mask(2, codes, p, &mut rngs(&[seed]), &device).unwrap();
+            let one: Vec<bool> = one.try_into_vec_as::<bool>().unwrap();
+            assert_eq!(one, whole[i * 2 * codes..(i + 1) * 2 * codes], "sample {i}");
+        }
+        let err = per_sample_dropout_mask(7, codes, p, &mut rngs(&[1, 2]), &device).unwrap_err();
+        assert!(err.to_string().contains("7 rows"), "{err}");
     }
 
     #[test]

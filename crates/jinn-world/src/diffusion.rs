@@ -16,9 +16,11 @@
 //! derived from `(seed, purpose, step)`, so a resumed run draws the same ones.
 
 use crate::dynamics::{action_slots, DynamicsConfig, DynamicsKind};
+use crate::streams::clip_rngs;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{lazy_param, linear};
 use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
 use rand::Rng;
@@ -119,10 +121,19 @@ pub struct Corruption {
     pub noise: Vec<f32>,
 }
 
-/// Draw levels `k ~ U{0..K−1}` per frame, then the noise, from `rng`.
-pub fn draw_corruption([b, t, n, l]: [usize; 4], levels: usize, rng: &mut dyn rand::RngCore) -> Corruption {
-    let ks = (0..b * t).map(|_| rng.random_range(0..levels) as i64).collect();
-    Corruption { levels: ks, noise: normal_vec(b * t * n * l, rng) }
+/// Draw, for every clip from its own stream, levels `k ~ U{0..K−1}` per frame and then the
+/// clip's noise.
+pub fn draw_corruption(
+    [b, t, n, l]: [usize; 4],
+    levels: usize,
+    streams: &SampleStreams,
+) -> Result<Corruption, NnError> {
+    let (mut ks, mut noise) = (Vec::with_capacity(b * t), Vec::with_capacity(b * t * n * l));
+    for mut rng in clip_rngs(streams, b)? {
+        ks.extend((0..t).map(|_| rng.random_range(0..levels) as i64));
+        noise.extend(normal_vec(t * n * l, &mut rng));
+    }
+    Ok(Corruption { levels: ks, noise })
 }
 
 /// `x_noisy = (1 − τ)·ε + τ·x` for latents `x` `[B, T, N, L]`, per-frame signal levels

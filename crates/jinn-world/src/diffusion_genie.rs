@@ -17,6 +17,7 @@ use crate::lam::Lam;
 use crate::mae::MaeTokenizer;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Int, Tensor};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::NnError;
 use jinn_train::{Result, TrainError};
 use std::path::Path;
@@ -81,11 +82,11 @@ impl DiffusionGenie {
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
-        rng: &mut dyn rand::RngCore,
+        streams: &SampleStreams,
     ) -> std::result::Result<DiffusionGenieOutput, NnError> {
         let latents = self.tokenizer.encode(videos.clone())?.detach(); // [b, t, n, l]
         let (acts, lam_indices) = self.latent_actions(videos, actions)?; // [b, t−1, la]
-        let corruption = draw_corruption(latents.dims(), self.dynamics.levels(), rng);
+        let corruption = draw_corruption(latents.dims(), self.dynamics.levels(), streams)?;
         let out = self.dynamics.forward_train(latents.clone(), acts, &corruption)?;
         Ok(DiffusionGenieOutput { latents, out, lam_indices })
     }

@@ -3,11 +3,11 @@
 //!
 //! The whole model (frozen MAE tokenizer and LAM included) is saved in every checkpoint with the
 //! resolved [`GenieRunConfig`] (checkpoint kind `dynamics`, `model.dynamics.kind = "diffusion"`,
-//! `K` in `model.dynamics.denoise_steps`: resuming with another `K` fails on that key). Levels
-//! and noise of micro-batch `j` of step `s` come from
-//! `rng_for(seed, "diffusion-noise", s·grad_accum + j)`, validation ones from
-//! `rng_for(seed, "val-noise", i)`: a resumed run is bit-identical to an uninterrupted one on
-//! the CPU backend.
+//! `K` in `model.dynamics.denoise_steps`: resuming with another `K` fails on that key). Each
+//! clip's levels and noise come from its own stream, `(seed, "diffusion-noise", the clip's
+//! global index)`, validation ones from `(seed, "val-noise", index)`: a resumed run is
+//! bit-identical to an uninterrupted one on the CPU backend, and `N` ranks × batch `B` draw what
+//! one rank × batch `N·B` draws.
 //!
 //! Metrics (as `train_dynamics_diffusion.py`): `loss` (ramp-weighted), `mse`, `codebook_usage_lam`
 //! with a LAM, `grad_norm` when clipping; validation adds `psnr, ssim` of the MAE-decoded predictions
@@ -18,14 +18,14 @@ use crate::dynamics_task::GenieRunConfig;
 use crate::genie::DYNAMICS_KIND;
 use crate::task_common::{
     actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
-    videos, write_step_gif,
+    val_streams, videos, write_step_gif,
 };
 use burn::module::Module;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
-use jinn_data::rng::rng_for;
+use jinn_data::rng::SampleStreams;
 use jinn_data::FrameShape;
 use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
@@ -94,11 +94,11 @@ impl DiffusionTask {
     fn forward(
         model: &DiffusionGenie,
         batch: &Batch,
-        rng: &mut dyn rand::RngCore,
+        streams: &SampleStreams,
     ) -> Result<DiffusionGenieOutput> {
         let device = model.dynamics.level_embed.val().device();
         let acts = actions(batch, &device)?;
-        model.forward(videos(batch, &device), acts, rng).map_err(model_err)
+        model.forward(videos(batch, &device), acts, streams).map_err(model_err)
     }
 
     fn add(&self, out: &DiffusionGenieOutput, sums: &mut Sums) -> Result<()> {
@@ -138,8 +138,8 @@ impl TrainTask for DiffusionTask {
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         let batch = next_batch(&mut self.loader)?;
-        let mut rng = rng_for(ctx.seed, "diffusion-noise", ctx.index());
-        let out = Self::forward(&self.model, &batch, &mut rng)?;
+        let streams = SampleStreams::new(ctx.seed, "diffusion-noise", ctx.first_sample, batch.batch_size);
+        let out = Self::forward(&self.model, &batch, &streams)?;
         let mut sums = Sums::default();
         self.add(&out, &mut sums)?;
         Ok(MicroBatch { objective: Objective::Loss(out.out.loss), metrics: sums.into_metrics(false) })
@@ -155,7 +155,7 @@ impl TrainTask for DiffusionTask {
         for i in 0..batches {
             let batch = next_batch(&mut loader)?;
             let out =
-                Self::forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-noise", i as u64))?;
+                Self::forward(&model, &batch, &val_streams(self.cfg.train.seed, "val-noise", i, &batch))?;
             self.add(&out, &mut sums)?;
             let recon: Vec<f32> = model
                 .tokenizer
@@ -177,7 +177,7 @@ impl TrainTask for DiffusionTask {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
         let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
-        let out = Self::forward(&model, &one, &mut rng_for(self.cfg.train.seed, "val-noise", 0))?;
+        let out = Self::forward(&model, &one, &val_streams(self.cfg.train.seed, "val-noise", 0, &one))?;
         let recon = to_u8(model.tokenizer.decode(out.latents).map_err(model_err)?);
         let pred = to_u8(model.tokenizer.decode(out.out.pred).map_err(model_err)?);
         let panels = [

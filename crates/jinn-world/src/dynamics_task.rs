@@ -2,10 +2,10 @@
 //!
 //! The model (frozen tokenizer and LAM included) is saved whole in every checkpoint with the
 //! resolved [`GenieRunConfig`]; see [`crate::genie`]. The train loader's position is stored,
-//! and every random draw derives from `(seed, purpose, step)`: the MaskGIT mask of micro-batch
-//! `j` of step `s` comes from `rng_for(seed, "dynamics-mask", s·grad_accum + j)`, validation
-//! masks from `rng_for(seed, "val-mask", i)` (the same every validation). A resumed run is
-//! bit-identical to an uninterrupted one on the CPU backend.
+//! and every clip's MaskGIT mask comes from its own stream, `(seed, "dynamics-mask", the clip's
+//! global index)`; validation masks from `(seed, "val-mask", index in the validation stream)`
+//! (the same every validation). A resumed run is bit-identical to an uninterrupted one on the
+//! CPU backend, and `N` ranks × batch `B` mask as one rank × batch `N·B`.
 //!
 //! Metrics (as `train_dynamics_maskgit.py`; over the loss positions — MaskGIT: masked tokens, causal: all):
 //! `loss, cross_entropy_loss, z_loss, masked_token_top{1,2,5}_accuracy, entropy, select_p,
@@ -16,7 +16,7 @@
 use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
 use crate::task_common::{
     actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
-    videos, write_step_gif,
+    val_streams, videos, write_step_gif,
 };
 use crate::tokenizer_task::DataConfig;
 use burn::module::Module;
@@ -24,7 +24,7 @@ use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
-use jinn_data::rng::rng_for;
+use jinn_data::rng::SampleStreams;
 use jinn_data::FrameShape;
 use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_nn::CodeUsage;
@@ -106,10 +106,10 @@ impl DynamicsTask {
         })
     }
 
-    fn forward(&self, model: &Genie, batch: &Batch, rng: &mut dyn rand::RngCore) -> Result<GenieOutput> {
+    fn forward(&self, model: &Genie, batch: &Batch, streams: &SampleStreams) -> Result<GenieOutput> {
         let device = model.dynamics.token_embed.val().device();
         let acts = actions(batch, &device)?;
-        model.forward(videos(batch, &device), acts, rng).map_err(model_err)
+        model.forward(videos(batch, &device), acts, streams).map_err(model_err)
     }
 
     /// Add `out`'s metrics to `sums`; `token_metrics: false` skips the host copy of the logits
@@ -228,7 +228,7 @@ impl TrainTask for DynamicsTask {
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         let batch = next_batch(&mut self.loader)?;
-        let mut rng = rng_for(ctx.seed, "dynamics-mask", ctx.index());
+        let streams = SampleStreams::new(ctx.seed, "dynamics-mask", ctx.first_sample, batch.batch_size);
         let (out, objective) = if self.cfg.model.dynamics.reversible {
             // Memory-free backprop through the reversible backbone (genie::reversible).
             let device = self.model.dynamics.token_embed.val().device();
@@ -238,14 +238,14 @@ impl TrainTask for DynamicsTask {
                 .forward_backward_reversible(
                     videos(&batch, &device),
                     acts,
-                    &mut rng,
+                    &streams,
                     ctx.divisor(),
                     &mut self.engine,
                 )
                 .map_err(model_err)?;
             (out, Objective::Gradients(grads))
         } else {
-            let out = self.forward(&self.model, &batch, &mut rng)?;
+            let out = self.forward(&self.model, &batch, &streams)?;
             let loss = out.loss.clone();
             (out, Objective::Loss(loss))
         };
@@ -264,7 +264,7 @@ impl TrainTask for DynamicsTask {
         for i in 0..batches {
             let batch = next_batch(&mut loader)?;
             let out =
-                self.forward(&model, &batch, &mut rng_for(self.cfg.train.seed, "val-mask", i as u64))?;
+                self.forward(&model, &batch, &val_streams(self.cfg.train.seed, "val-mask", i, &batch))?;
             self.host_metrics(&out, &mut sums, true)?;
             let recon: Vec<f32> =
                 model.decode_argmax(out.logits).map_err(model_err)?.try_into_vec_as::<f32>().expect("float");
@@ -282,7 +282,7 @@ impl TrainTask for DynamicsTask {
         let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
         let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
-        let out = self.forward(&model, &one, &mut rng_for(self.cfg.train.seed, "val-mask", 0))?;
+        let out = self.forward(&model, &one, &val_streams(self.cfg.train.seed, "val-mask", 0, &one))?;
         let recon = to_u8(model.tokenizer.decode(out.tokens).map_err(model_err)?);
         let pred = to_u8(model.decode_argmax(out.logits).map_err(model_err)?);
         let panels = [

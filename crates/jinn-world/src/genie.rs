@@ -24,6 +24,7 @@ use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use crate::tokenizer_task::TOKENIZER_KIND;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Distribution, Int, Tensor};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::init::lazy_param;
 use jinn_nn::NnError;
 use jinn_train::checkpoint::{latest_good, Checkpoint};
@@ -213,15 +214,15 @@ impl Genie {
     }
 
     /// Dynamics training/evaluation forward (Jasmine's `GenieMaskGIT.__call__`): tokenise `videos` (frozen), get
-    /// the actions, draw the MaskGIT mask from `mask_rng` (ignored by causal dynamics), and
+    /// the actions, draw the MaskGIT mask from `mask_streams` (one per clip; ignored by causal dynamics), and
     /// compute logits and the loss.
     pub fn forward(
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
-        mask_rng: &mut dyn rand::RngCore,
+        mask_streams: &SampleStreams,
     ) -> std::result::Result<GenieOutput, NnError> {
-        self.forward_with(videos, actions, mask_rng, &mut |x| self.dynamics.backbone(x))
+        self.forward_with(videos, actions, mask_streams, &mut |x| self.dynamics.backbone(x))
     }
 
     /// [`Genie::forward`] with the dynamics backbone run by `backbone` (see
@@ -230,7 +231,7 @@ impl Genie {
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
-        mask_rng: &mut dyn rand::RngCore,
+        mask_streams: &SampleStreams,
         backbone: &mut dyn FnMut(Tensor<4>) -> Tensor<4>,
     ) -> std::result::Result<GenieOutput, NnError> {
         let tokens = self.tokenizer.encode(videos.clone())?; // [b, t, n]
@@ -241,7 +242,7 @@ impl Genie {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
             (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
         } else {
-            let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_rng);
+            let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_streams)?;
             let mask_t = maskgit::mask_tensor(&mask, dims, &device);
             let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
             (logits, mask, mask_t.float())

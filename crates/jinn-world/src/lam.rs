@@ -21,9 +21,11 @@
 //! Inside a Genie model only the encoder side is needed: [`LamConfig::init_encoder`] builds the
 //! model without its decoder (`patch_up`, `action_up` and the decoder transformer).
 
+use crate::streams::clip_rngs;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Distribution, Int, Tensor};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::activation::sigmoid;
 use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::init::{lazy_param, linear, zero_linear};
@@ -322,7 +324,7 @@ impl Lam {
     pub fn vq_encode(
         &self,
         videos: Tensor<5>,
-        rng: Option<&mut dyn rand::RngCore>,
+        streams: Option<&SampleStreams>,
     ) -> Result<(VqOutput, Tensor<4>, [usize; 2]), NnError> {
         self.check_frames(videos.dims())?;
         let patches = patchify(videos, self.patch)?; // [b, t, n, p]
@@ -347,8 +349,8 @@ impl Lam {
         let latents = self.encoder.forward_at_slot(input, 0); // [b, t, 1, l]
         let l = latents.dims()[3];
         let actions = latents.slice([0..b, 1..t, 0..1, 0..l]).reshape([b * (t - 1), l]); // [e, l]
-        let out = match rng {
-            Some(mut rng) => self.vq.forward_train(actions, &mut rng),
+        let out = match streams {
+            Some(streams) => self.vq.forward_train(actions, &mut clip_rngs(streams, b)?)?,
             None => self.vq.forward(actions),
         };
         Ok((out, patches, [b, t - 1]))
@@ -370,12 +372,8 @@ impl Lam {
 
     /// Training forward with codebook dropout from `rng`: prediction of frames `1..T−1` and
     /// the loss of Jasmine's `train_lam.py`.
-    pub fn forward_train(
-        &self,
-        videos: Tensor<5>,
-        rng: &mut dyn rand::RngCore,
-    ) -> Result<LamOutput, NnError> {
-        self.forward_with(videos, Some(rng))
+    pub fn forward_train(&self, videos: Tensor<5>, streams: &SampleStreams) -> Result<LamOutput, NnError> {
+        self.forward_with(videos, Some(streams))
     }
 
     /// Like [`Lam::forward_train`] without codebook dropout (validation).
@@ -383,17 +381,13 @@ impl Lam {
         self.forward_with(videos, None)
     }
 
-    fn forward_with(
-        &self,
-        videos: Tensor<5>,
-        rng: Option<&mut dyn rand::RngCore>,
-    ) -> Result<LamOutput, NnError> {
+    fn forward_with(&self, videos: Tensor<5>, streams: Option<&SampleStreams>) -> Result<LamOutput, NnError> {
         let decoder = self.decoder.as_ref().ok_or_else(|| NnError::InvalidConfig {
             field: "decoder",
             reason: "this LAM was built without its decoder (encoder side only)".into(),
         })?;
-        let training = rng.is_some();
-        let (out, patches, [b, tm1]) = self.vq_encode(videos.clone(), rng)?;
+        let training = streams.is_some();
+        let (out, patches, [b, tm1]) = self.vq_encode(videos.clone(), streams)?;
         let [_, t, n, p] = patches.dims();
         let l = out.z_q.dims()[1];
         let context = patches.clone().slice([0..b, 0..t - 1, 0..n, 0..p]); // [b, t−1, n, p]

@@ -1,13 +1,15 @@
 //! Training the [`Lam`] with the shared loop ([`jinn_train::train_loop`]).
 //!
 //! Same data handling as [`crate::tokenizer_task`]: the train loader's position is stored in
-//! every checkpoint and every random draw derives from `(seed, purpose, step)` (codebook
-//! dropout per micro-batch, dead-code replacement sources per step), so a resumed run is
-//! bit-identical to an uninterrupted one on the CPU backend.
+//! every checkpoint, each clip's codebook dropout comes from its own stream (`(seed,
+//! "codebook-dropout", the clip's global index)`) and dead-code replacements from `(seed, step)`,
+//! so a resumed run is bit-identical to an uninterrupted one on the CPU backend.
 //!
 //! Dead-code reset (after Jasmine's `train_lam.py`), after the optimiser update: a code unused by every
 //! micro-batch of `reset_threshold` consecutive steps is moved onto the encoder output of a
-//! random transition of this step's last micro-batch (`model.reset_to = "encoder_output"`,
+//! random transition of this step's last global micro-batch (gathered from every rank; the
+//! usage counts are summed over ranks, so every rank resets the same codes to the same vectors;
+//! `model.reset_to = "encoder_output"`,
 //! the default) or, as in Jasmine, overwritten by a copy of a code used in this step
 //! (`"used_code"`, which let the demo LAM's codebook collapse to one direction). Unlike
 //! Jasmine, the per-code counters are saved in checkpoints (`state.extra["lam_last_active"]`),
@@ -39,7 +41,7 @@ use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
-use jinn_data::rng::{derive_seed, rng_for};
+use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
@@ -236,8 +238,8 @@ impl TrainTask for LamTask {
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         let batch = next_batch(&mut self.loader)?;
         let videos = videos(&batch, &self.device); // [b, t, h, w, c]
-        let mut rng = rng_for(ctx.seed, "codebook-dropout", ctx.index());
-        let out = self.model.forward_train(videos, &mut rng).map_err(model_err)?;
+        let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
+        let out = self.model.forward_train(videos, &streams).map_err(model_err)?;
         let mut sums = Sums::default();
         let usage = self.host_metrics(&out, &batch, &mut sums, ctx.logged)?;
         let step_usage =
@@ -250,10 +252,15 @@ impl TrainTask for LamTask {
     /// The dead-code reset, from the usage of every micro-batch of the step; a reset code
     /// becomes an encoder output of the step's last micro-batch (`model.reset_to`).
     fn after_update(&mut self, ctx: &StepContext, metrics: &mut Metrics) -> Result<()> {
-        let usage = self.step_usage.take().unwrap_or(CodeUsage { counts: vec![0; self.model.num_codes()] });
+        let mut usage =
+            self.step_usage.take().unwrap_or(CodeUsage { counts: vec![0; self.model.num_codes()] });
+        // The usage of the whole global batch, so every rank resets the same codes ...
+        jinn_train::distributed::sum_counts_over_ranks(&mut usage.counts)?;
         let mut rng = rng_for(ctx.seed, "lam-code-reset", ctx.step);
         let resets = self.tracker.step(&usage, &mut rng).map_err(model_err)?;
         if let (false, Some(emb)) = (resets.is_empty(), self.last_emb.take()) {
+            // ... to the same encoder outputs, drawn from the whole global batch.
+            let emb = gather_rows(emb)?;
             let target = self.cfg.model.reset_to;
             self.model.vq =
                 self.model.vq.clone().apply_resets(&resets, target, emb, &mut rng).map_err(model_err)?;
@@ -328,6 +335,21 @@ impl TrainTask for LamTask {
         self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
         restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)
     }
+}
+
+/// `rows` `[r, l]` of every rank stacked in rank order, `[ranks·r, l]` (the global batch's
+/// rows in its sample order); `rows` itself in a single-process run.
+fn gather_rows(rows: Tensor<2>) -> Result<Tensor<2>> {
+    if jinn_train::distributed::world_size() == 1 {
+        return Ok(rows);
+    }
+    let [r, l] = rows.dims();
+    let device = rows.device();
+    let local: Vec<f32> = rows.try_into_vec_as::<f32>().expect("float tensor data");
+    let all = jinn_train::distributed::gather_over_ranks(&local)?;
+    let total = all.len() / l.max(1);
+    debug_assert_eq!(total % r.max(1), 0);
+    Ok(Tensor::from_data(burn::tensor::TensorData::new(all, [total, l]), &device))
 }
 
 #[cfg(test)]

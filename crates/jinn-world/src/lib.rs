@@ -19,6 +19,7 @@ pub mod mae_task;
 pub mod nmi;
 pub mod sample;
 pub mod step_macs;
+mod streams;
 mod task_common;
 pub mod tokenizer;
 pub mod tokenizer_eval;

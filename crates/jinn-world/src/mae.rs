@@ -12,9 +12,11 @@
 //! Masks are drawn on the host from a caller-supplied generator ([`draw_patch_mask`]), so
 //! training is reproducible and a resumed run draws the same masks.
 
+use crate::streams::clip_rngs;
 use crate::tokenizer::{TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
 use burn::tensor::{Bool, Device, Distribution, Tensor, TensorData};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::activation::sigmoid;
 use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::init::lazy_param;
@@ -89,16 +91,18 @@ pub struct MaeOutput {
 pub fn draw_patch_mask(
     [b, t, n]: [usize; 3],
     max_ratio: f64,
-    rng: &mut dyn rand::RngCore,
-) -> (Vec<bool>, Vec<f64>) {
+    streams: &SampleStreams,
+) -> Result<(Vec<bool>, Vec<f64>), NnError> {
     let mut mask = Vec::with_capacity(b * t * n);
     let mut ratios = Vec::with_capacity(b * t);
-    for _ in 0..b * t {
-        let r: f64 = if max_ratio > 0.0 { rng.random_range(0.0..max_ratio) } else { 0.0 };
-        ratios.push(r);
-        mask.extend((0..n).map(|_| rng.random_bool(r)));
+    for mut rng in clip_rngs(streams, b)? {
+        for _ in 0..t {
+            let r: f64 = if max_ratio > 0.0 { rng.random_range(0.0..max_ratio) } else { 0.0 };
+            ratios.push(r);
+            mask.extend((0..n).map(|_| rng.random_bool(r)));
+        }
     }
-    (mask, ratios)
+    Ok((mask, ratios))
 }
 
 impl MaeTokenizer {
@@ -172,14 +176,10 @@ impl MaeTokenizer {
 
     /// Training forward (as `train_tokenizer_mae.py`): mask from `rng` ([`draw_patch_mask`]), encode, decode,
     /// MSE over all pixels.
-    pub fn forward_train(
-        &self,
-        videos: Tensor<5>,
-        rng: &mut dyn rand::RngCore,
-    ) -> Result<MaeOutput, NnError> {
+    pub fn forward_train(&self, videos: Tensor<5>, streams: &SampleStreams) -> Result<MaeOutput, NnError> {
         let [b, t, ..] = videos.dims();
         let n = self.grid().num_patches();
-        let (mask, _) = draw_patch_mask([b, t, n], self.max_mask_ratio, rng);
+        let (mask, _) = draw_patch_mask([b, t, n], self.max_mask_ratio, streams)?;
         self.forward_with(videos, Some(&mask))
     }
 

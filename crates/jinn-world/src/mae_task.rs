@@ -3,9 +3,10 @@
 //!
 //! Same run config, data handling and checkpoint kind (`tokenizer`) as the VQ
 //! [`crate::TokenizerTask`]; the stored `model.kind = "mae"` tells the two apart, so resuming
-//! an MAE run as a VQ one (or the reverse) fails on that key. The mask of micro-batch `j` of
-//! step `s` comes from `rng_for(seed, "mae-mask", s·grad_accum + j)`: a resumed run is
-//! bit-identical to an uninterrupted one on the CPU backend.
+//! an MAE run as a VQ one (or the reverse) fails on that key. Each clip's mask comes from
+//! its own stream, `(seed, "mae-mask", the clip's global index)`: a resumed run is
+//! bit-identical to an uninterrupted one on the CPU backend, and `N` ranks × batch `B` mask
+//! as one rank × batch `N·B`.
 //!
 //! Metrics (as `train_tokenizer_mae.py`): `loss` (= `mse`, over all pixels of the masked-input
 //! reconstruction), `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
@@ -23,7 +24,7 @@ use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::{Batch, Loader};
 use jinn_data::metrics::{mean_psnr, mean_ssim};
-use jinn_data::rng::{derive_seed, rng_for};
+use jinn_data::rng::{derive_seed, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
@@ -130,9 +131,9 @@ impl TrainTask for MaeTask {
         let batch = next_batch(&mut self.loader)?;
         let precision = self.cfg.train.precision;
         let x = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
-        let mut rng = rng_for(ctx.seed, "mae-mask", ctx.index());
+        let streams = SampleStreams::new(ctx.seed, "mae-mask", ctx.first_sample, batch.batch_size);
         let model = precision.compute_model(&self.model);
-        let out = model.forward_train(x, &mut rng).map_err(model_err)?;
+        let out = model.forward_train(x, &streams).map_err(model_err)?;
         let mut sums = Sums::default();
         sums.add(&out, &batch, ctx.logged)?;
         Ok(MicroBatch { objective: Objective::Loss(out.loss), metrics: sums.into_metrics() })

@@ -7,7 +7,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
-use jinn_data::rng::derive_seed;
+use jinn_data::rng::{derive_seed, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::{DeadCodeTracker, NnError};
 use jinn_train::checkpoint::{Checkpoint, TrainState};
@@ -92,6 +92,11 @@ pub(crate) fn resume_loader(
         TrainError::checkpoint(&checkpoint.dir, "state.json has no loader position; cannot resume exactly")
     })?;
     Ok(Loader::resume(split, loader_config(train, data), Some(position))?)
+}
+
+/// The random streams of validation batch `i` (of equal batches), the same every validation.
+pub(crate) fn val_streams(seed: u64, purpose: &'static str, i: usize, batch: &Batch) -> SampleStreams {
+    SampleStreams::new(seed, purpose, (i * batch.batch_size) as u64, batch.batch_size)
 }
 
 /// A model error as a [`TrainError`] naming the `model` section.

@@ -11,8 +11,10 @@
 //!
 //! Deviation: Jasmine runs the model in bf16; here it runs in f32 (the CPU backend's dtype).
 
+use crate::streams::clip_rngs;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::activation::sigmoid;
 use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::{
@@ -260,22 +262,22 @@ impl Tokenizer {
         Ok(())
     }
 
-    /// Encoder + quantiser on `videos` `[B, T, H, W, C]` in `[0, 1]`; `rng` enables
+    /// Encoder + quantiser on `videos` `[B, T, H, W, C]` in `[0, 1]`; `streams` (one per clip) enable
     /// codebook dropout (training). Returns the quantiser output over `[B·T·N, L]` rows and
     /// `[B, T, N]`.
     pub fn vq_encode(
         &self,
         videos: Tensor<5>,
-        rng: Option<&mut dyn rand::RngCore>,
+        streams: Option<&SampleStreams>,
     ) -> Result<(VqOutput, [usize; 3]), NnError> {
-        self.vq_encode_with(videos, rng, &mut run_blocks)
+        self.vq_encode_with(videos, streams, &mut run_blocks)
     }
 
     /// [`Tokenizer::vq_encode`] with the encoder's blocks run by `blocks`.
     fn vq_encode_with(
         &self,
         videos: Tensor<5>,
-        rng: Option<&mut dyn rand::RngCore>,
+        streams: Option<&SampleStreams>,
         blocks: &mut BlockRunner<'_>,
     ) -> Result<(VqOutput, [usize; 3]), NnError> {
         self.check_frames(videos.dims())?;
@@ -285,8 +287,8 @@ impl Tokenizer {
         let latents = self.encoder.head(blocks(&self.encoder.blocks, stem)); // [b, t, n, l]
         let l = latents.dims()[3];
         let rows = latents.reshape([b * t * n, l]); // [b·t·n, l]
-        let out = match rng {
-            Some(mut rng) => self.vq.forward_train(rows, &mut rng),
+        let out = match streams {
+            Some(streams) => self.vq.forward_train(rows, &mut clip_rngs(streams, b)?)?,
             None => self.vq.forward(rows),
         };
         Ok((out, [b, t, n]))
@@ -335,9 +337,9 @@ impl Tokenizer {
     pub fn forward_train(
         &self,
         videos: Tensor<5>,
-        rng: &mut dyn rand::RngCore,
+        streams: &SampleStreams,
     ) -> Result<TokenizerOutput, NnError> {
-        self.forward_with(videos, Some(rng))
+        self.forward_with(videos, Some(streams))
     }
 
     /// Like [`Tokenizer::forward_train`] without codebook dropout (validation).
@@ -348,19 +350,19 @@ impl Tokenizer {
     fn forward_with(
         &self,
         videos: Tensor<5>,
-        rng: Option<&mut dyn rand::RngCore>,
+        streams: Option<&SampleStreams>,
     ) -> Result<TokenizerOutput, NnError> {
-        self.forward_parts(videos, rng, &mut run_blocks)
+        self.forward_parts(videos, streams, &mut run_blocks)
     }
 
     /// The training forward with the encoder's, then the decoder's blocks run by `blocks`.
     fn forward_parts(
         &self,
         videos: Tensor<5>,
-        rng: Option<&mut dyn rand::RngCore>,
+        streams: Option<&SampleStreams>,
         blocks: &mut BlockRunner<'_>,
     ) -> Result<TokenizerOutput, NnError> {
-        let (out, [b, t, n]) = self.vq_encode_with(videos.clone(), rng, blocks)?;
+        let (out, [b, t, n]) = self.vq_encode_with(videos.clone(), streams, blocks)?;
         let l = out.z_q.dims()[1];
         let recon = self.decode_latents_with(out.z_q.clone().reshape([b, t, n, l]), blocks)?; // [b, t, h, w, c]
         let mse = mean_squared_error(recon.clone(), videos);

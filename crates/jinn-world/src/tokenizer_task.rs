@@ -1,14 +1,16 @@
 //! Training the [`Tokenizer`] with the shared loop ([`jinn_train::train_loop`]).
 //!
 //! Data: `<data>/train` (and `<data>/val` when validating), read by the jinn-data loader.
-//! The train loader's position is stored in every checkpoint, and every random draw (codebook
-//! dropout) comes from `rng_for(seed, "codebook-dropout", step·grad_accum + micro)`, so a
-//! resumed run is bit-identical to an uninterrupted one on the CPU backend.
+//! The train loader's position is stored in every checkpoint, and every clip's codebook
+//! dropout comes from its own stream, `(seed, "codebook-dropout", the clip's global index)`
+//! ([`SampleStreams`]), so a resumed run is bit-identical to an uninterrupted one on the CPU
+//! backend and `N` ranks × batch `B` draw what one rank × batch `N·B` draws.
 //!
 //! Optional dead-code reset (`model.reset_threshold > 0`; off in Jasmine and the jasmine-*
 //! configs): after the optimiser update, a code unused by every micro-batch of that many
 //! consecutive steps becomes a copy of a code used in this step (the LAM's rule,
-//! [`jinn_nn::DeadCodeTracker`]); the counters are saved in checkpoints
+//! [`jinn_nn::DeadCodeTracker`]), from the usage of the whole global batch (summed over ranks)
+//! and a generator of `(seed, step)`, so every rank resets the same codes; the counters are saved in checkpoints
 //! (`state.extra["tokenizer_last_active"]`) so resume stays exact.
 //!
 //! Validation reads the first `val_batches` batches of a fresh validation stream each time
@@ -30,7 +32,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::Loader;
-use jinn_data::rng::{derive_seed, rng_for};
+use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
@@ -165,15 +167,15 @@ impl TrainTask for TokenizerTask {
         // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
         let precision = self.cfg.train.precision;
         let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
-        let mut rng = rng_for(ctx.seed, "codebook-dropout", ctx.index());
+        let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
         let model = precision.compute_model(&self.model);
         let (out, objective) = if self.cfg.model.remat {
             // Per-block recomputation (tokenizer::remat): same gradients, less memory.
             let (out, grads) =
-                model.forward_backward_remat(videos, &mut rng, ctx.divisor()).map_err(model_err)?;
+                model.forward_backward_remat(videos, &streams, ctx.divisor()).map_err(model_err)?;
             (out, Objective::Gradients(grads))
         } else {
-            let out = model.forward_train(videos, &mut rng).map_err(model_err)?;
+            let out = model.forward_train(videos, &streams).map_err(model_err)?;
             let loss = out.loss.clone();
             (out, Objective::Loss(loss))
         };
@@ -192,9 +194,11 @@ impl TrainTask for TokenizerTask {
 
     /// The dead-code reset, from the usage of every micro-batch of the step.
     fn after_update(&mut self, ctx: &StepContext, metrics: &mut Metrics) -> Result<()> {
-        let (Some(tracker), Some(usage)) = (&mut self.tracker, self.step_usage.take()) else {
+        let (Some(tracker), Some(mut usage)) = (&mut self.tracker, self.step_usage.take()) else {
             return Ok(());
         };
+        // The usage of the whole global batch, so every rank resets the same codes.
+        jinn_train::distributed::sum_counts_over_ranks(&mut usage.counts)?;
         let mut rng = rng_for(ctx.seed, "tokenizer-code-reset", ctx.step);
         let resets = tracker.step(&usage, &mut rng).map_err(model_err)?;
         if !resets.is_empty() {

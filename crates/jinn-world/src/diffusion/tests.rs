@@ -1,5 +1,6 @@
 use super::*;
 use burn::optim::GradientsParams;
+use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 pub(crate) fn tiny_diffusion(levels: usize) -> DynamicsConfig {
@@ -29,8 +30,7 @@ fn levels_and_weights_match_the_schedule() {
         assert!((w - want).abs() < 1e-12, "{w} vs {want}");
     }
     // Draws: every level of 0..K equally often, never K; the noise is standard normal.
-    let mut rng = jinn_data::rng::rng_for(3, "test", 0);
-    let c = draw_corruption([40, 50, 4, 8], 5, &mut rng);
+    let c = draw_corruption([40, 50, 4, 8], 5, &SampleStreams::new(3, "test", 0, 40)).unwrap();
     let mut counts = [0usize; 5];
     for &k in &c.levels {
         counts[usize::try_from(k).unwrap()] += 1; // panics on an out-of-range level
@@ -129,13 +129,13 @@ fn loss_falls_on_a_small_batch() {
     let xs: Vec<f32> = (0..b * t * n * l).map(|i| ((i % 7) as f32 / 3.5 - 1.0) * 0.8).collect();
     let x = Tensor::<4>::from_data(TensorData::new(xs, [b, t, n, l]), &device);
     let acts = Tensor::<3>::zeros([b, t - 1, 4], &device);
-    let eval_corruption = draw_corruption([b, t, n, l], 4, &mut jinn_data::rng::rng_for(0, "eval", 0));
+    let eval_corruption = draw_corruption([b, t, n, l], 4, &SampleStreams::new(0, "eval", 0, b)).unwrap();
     let eval = |m: &DiffusionDynamics| {
         m.forward_train(x.clone(), acts.clone(), &eval_corruption).unwrap().loss.into_scalar::<f32>()
     };
     let first = eval(&model);
     for step in 0..80 {
-        let c = draw_corruption([b, t, n, l], 4, &mut jinn_data::rng::rng_for(0, "t", step));
+        let c = draw_corruption([b, t, n, l], 4, &SampleStreams::new(0, "t", step, b)).unwrap();
         let out = model.forward_train(x.clone(), acts.clone(), &c).unwrap();
         let grads = GradientsParams::from_grads(out.loss.backward(), &model);
         model = optim.step(3e-3, model, grads);
@@ -143,4 +143,14 @@ fn loss_falls_on_a_small_batch() {
     let last = eval(&model);
     eprintln!("diffusion: loss {first} → {last}");
     assert!(last * 3.0 <= first, "loss {first} → {last}: less than a 3× drop");
+}
+
+/// A clip's levels and noise depend on its own stream only.
+#[test]
+fn a_clips_corruption_is_keyed_by_its_global_index() {
+    let [b, t, n, l] = [4, 3, 2, 5];
+    let whole = draw_corruption([b, t, n, l], 6, &SampleStreams::new(1, "noise", 6, b)).unwrap();
+    let half = draw_corruption([2, t, n, l], 6, &SampleStreams::new(1, "noise", 8, 2)).unwrap();
+    assert_eq!(half.levels, whole.levels[2 * t..]);
+    assert_eq!(half.noise, whole.noise[2 * t * n * l..]);
 }

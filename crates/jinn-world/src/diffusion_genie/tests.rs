@@ -33,7 +33,7 @@ fn assembles_trains_only_the_dynamics_and_loads_back() {
     assert_eq!(cfg.dynamics.denoise_steps, 4);
     let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
     let before = (bits(&genie.tokenizer), bits(&genie.lam), bits(&genie.dynamics));
-    let out = genie.forward(x, None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let out = genie.forward(x, None, &SampleStreams::new(0, "t", 0, 2)).unwrap();
     assert_eq!(out.out.pred.dims(), [2, 3, 16, 8]);
     let grads = GradientsParams::from_grads(out.out.loss.backward(), &genie);
     let mut optim = OptimConfig { weight_decay: 0.1, ..OptimConfig::default() }.init().unwrap();

@@ -5,20 +5,24 @@
 //! from a caller-supplied generator (derived from `(seed, step, purpose)`), so training is
 //! reproducible and a resumed run draws the same masks.
 
+use crate::streams::clip_rngs;
 use burn::tensor::{Bool, Device, Tensor, TensorData};
+use jinn_data::rng::SampleStreams;
+use jinn_nn::NnError;
 use rand::Rng;
 
-/// A MaskGIT mask `[B, T, N]` (row-major, true = masked) drawn from `rng`.
-pub fn draw_mask(dims: [usize; 3], mask_limit: f64, rng: &mut dyn rand::RngCore) -> Vec<bool> {
+/// A MaskGIT mask `[B, T, N]` (row-major, true = masked), each clip's drawn from its own
+/// stream.
+pub fn draw_mask(dims: [usize; 3], mask_limit: f64, streams: &SampleStreams) -> Result<Vec<bool>, NnError> {
     let [b, t, n] = dims;
     let mut mask = vec![false; b * t * n]; // [b, t, n]
-    for sample in mask.chunks_mut(t * n) {
+    for (sample, mut rng) in mask.chunks_mut(t * n).zip(clip_rngs(streams, b)?) {
         let p: f64 = rng.random_range(mask_limit..1.0);
         for slot in sample.iter_mut().skip(n) {
             *slot = rng.random_bool(p);
         }
     }
-    mask
+    Ok(mask)
 }
 
 /// A host mask `[B, T, N]` as a Bool tensor.

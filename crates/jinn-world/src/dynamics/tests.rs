@@ -1,6 +1,7 @@
 use super::*;
 use burn::optim::GradientsParams;
 use burn::tensor::TensorData;
+use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 use rand::Rng;
 
@@ -66,8 +67,7 @@ fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 #[test]
 fn first_frame_is_never_masked_and_ratio_is_at_least_the_limit() {
     let (b, t, n) = (64, 3, 16);
-    let mut rng = jinn_data::rng::rng_for(1, "test", 0);
-    let mask = maskgit::draw_mask([b, t, n], 0.5, &mut rng);
+    let mask = maskgit::draw_mask([b, t, n], 0.5, &SampleStreams::new(1, "test", 0, b)).unwrap();
     for sample in mask.chunks(t * n) {
         assert!(sample[..n].iter().all(|&m| !m), "frame 0 masked");
     }
@@ -75,8 +75,13 @@ fn first_frame_is_never_masked_and_ratio_is_at_least_the_limit() {
     let rate = rest.iter().filter(|&&m| m).count() as f64 / rest.len() as f64;
     // E[p] = 0.75 for p ~ U[0.5, 1); 2048 draws.
     assert!((0.65..0.85).contains(&rate), "mask rate {rate}");
-    let mut again = jinn_data::rng::rng_for(1, "test", 0);
-    assert_eq!(maskgit::draw_mask([b, t, n], 0.5, &mut again), mask, "same generator, same mask");
+    let again = maskgit::draw_mask([b, t, n], 0.5, &SampleStreams::new(1, "test", 0, b)).unwrap();
+    assert_eq!(again, mask, "same streams, same mask");
+    // A clip's mask depends on its own stream only: the second half drawn as a batch of its own.
+    let half = SampleStreams::new(1, "test", (b / 2) as u64, b / 2);
+    let second = maskgit::draw_mask([b / 2, t, n], 0.5, &half).unwrap();
+    assert_eq!(second, mask[b / 2 * t * n..], "clips keyed by their global index");
+    assert!(maskgit::draw_mask([b, t, n], 0.5, &half).is_err(), "streams for another batch size");
 }
 
 /// Naive f64 cross-entropy and z-loss over the weighted positions.
@@ -101,7 +106,7 @@ fn loss_counts_only_masked_positions_as_the_naive_computation_does() {
     let v = 7;
     let logits = Tensor::<4>::random([2, 3, 5, v], Distribution::Normal(0.0, 2.0), &device).require_grad();
     let targets = random_tokens(dims, v, 4);
-    let mask = maskgit::draw_mask(dims, 0.5, &mut jinn_data::rng::rng_for(2, "test", 0));
+    let mask = maskgit::draw_mask(dims, 0.5, &SampleStreams::new(2, "test", 0, 2)).unwrap();
     let weight = maskgit::mask_tensor(&mask, dims, &device).float();
     let losses = weighted_token_losses(logits.clone(), tokens(&targets, dims, &device), weight, 0.0);
     let (want_ce, want_z) = naive_losses(&floats(logits.clone()), &targets, &mask, v);
@@ -225,7 +230,7 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
         for step in 0..60 {
             let (mask, weight) = match kind {
                 DynamicsKind::MaskGit => {
-                    let m = maskgit::draw_mask(dims, 0.5, &mut jinn_data::rng::rng_for(0, "t", step));
+                    let m = maskgit::draw_mask(dims, 0.5, &SampleStreams::new(0, "t", step, 2)).unwrap();
                     let mt = maskgit::mask_tensor(&m, dims, &device);
                     (Some(mt.clone()), mt.float())
                 }

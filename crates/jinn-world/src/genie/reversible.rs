@@ -16,6 +16,7 @@
 
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor};
+use jinn_data::rng::SampleStreams;
 use jinn_nn::reversible::{accumulate, backprop_into, Engine, EngineError, Tape};
 use jinn_nn::NnError;
 
@@ -38,7 +39,7 @@ impl Genie {
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
-        mask_rng: &mut dyn rand::RngCore,
+        mask_streams: &SampleStreams,
         divisor: f64,
         engine: &mut Engine,
     ) -> Result<(GenieOutput, GradientsParams), NnError> {
@@ -63,7 +64,7 @@ impl Genie {
                 }
             }
         };
-        let out = self.forward_with(videos, actions, mask_rng, &mut backbone)?;
+        let out = self.forward_with(videos, actions, mask_streams, &mut backbone)?;
         if let Some(e) = failure {
             return Err(engine_err(e));
         }

@@ -121,7 +121,7 @@ fn assembles_from_stored_configs_and_keeps_components_frozen() {
     let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
     let (tok_before, lam_before, dyn_before) =
         (bits(&genie.tokenizer), bits(&genie.lam), bits(&genie.dynamics));
-    let out = genie.forward(x, None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let out = genie.forward(x, None, &SampleStreams::new(0, "t", 0, 2)).unwrap();
     assert_eq!(out.logits.dims(), [2, 3, 16, 16]);
     assert!(out.loss_positions[..16].iter().all(|&m| !m), "frame 0 masked");
     let grads = GradientsParams::from_grads(out.loss.backward(), &genie);
@@ -148,7 +148,7 @@ fn co_trained_lam_and_ground_truth_actions_get_gradients() {
     let dynamics = tiny_dynamics(DynamicsKind::Causal);
     let (genie, _) =
         assemble_genie(&tok, ActionSource::CoTrain(crate::lam::tests::tiny()), &dynamics, &device).unwrap();
-    let out = genie.forward(x.clone(), None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let out = genie.forward(x.clone(), None, &SampleStreams::new(0, "t", 0, 2)).unwrap();
     assert!(out.loss_positions.iter().all(|&p| p), "causal: every position counts");
     let grads = out.loss.backward();
     let lam = genie.lam.as_ref().unwrap();
@@ -158,19 +158,19 @@ fn co_trained_lam_and_ground_truth_actions_get_gradients() {
     let (genie, cfg) =
         assemble_genie(&tok, ActionSource::GroundTruth { num_actions: 3 }, &dynamics, &device).unwrap();
     assert_eq!(cfg.actions, ActionConfig::Gt { num_actions: 3, action_dim: 4 });
-    assert!(genie.forward(x.clone(), None, &mut jinn_data::rng::rng_for(0, "t", 0)).is_err(), "no actions");
+    assert!(genie.forward(x.clone(), None, &SampleStreams::new(0, "t", 0, 2)).is_err(), "no actions");
     let acts = Tensor::<2, Int>::from_data(
         burn::tensor::TensorData::new(vec![0i64, 1, 2, 2, 1, 0], [2, 3]),
         &device,
     );
-    let out = genie.forward(x.clone(), Some(acts), &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let out = genie.forward(x.clone(), Some(acts), &SampleStreams::new(0, "t", 0, 2)).unwrap();
     let grads = out.loss.backward();
     assert!(genie.action_embed.as_ref().unwrap().val().grad(&grads).is_some());
     let bad = Tensor::<2, Int>::from_data(
         burn::tensor::TensorData::new(vec![0i64, 1, 3, 2, 1, 0], [2, 3]),
         &device,
     );
-    let err = genie.forward(x, Some(bad), &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap_err().to_string();
+    let err = genie.forward(x, Some(bad), &SampleStreams::new(0, "t", 0, 2)).unwrap_err().to_string();
     assert!(err.contains("0..3"), "{err}");
 }
 
@@ -202,7 +202,7 @@ fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
     assert_eq!(bits_of(genie.action_table()), bits_of(table));
 
     let (lam_before, table_before) = (bits(&genie.lam), bits(&genie.action_embed));
-    let out = genie.forward(x, None, &mut jinn_data::rng::rng_for(0, "t", 0)).unwrap();
+    let out = genie.forward(x, None, &SampleStreams::new(0, "t", 0, 2)).unwrap();
     let grads = GradientsParams::from_grads(out.loss.backward(), &genie);
     let genie = OptimConfig::default().init().unwrap().step(1e-2, genie, grads);
     assert_eq!(bits(&genie.lam), lam_before, "the frozen LAM changed");

@@ -1,6 +1,7 @@
 use super::*;
 use burn::optim::GradientsParams;
 use burn::tensor::TensorData;
+use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 16.
@@ -182,8 +183,8 @@ fn first_and_last_loss(mut lam: Lam, x: Tensor<5>, steps: u64) -> (f32, f32) {
     let mut optim = OptimConfig::default().init().unwrap();
     let mut losses = Vec::new();
     for step in 0..steps {
-        let mut rng = jinn_data::rng::rng_for(0, "test", step);
-        let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+        let streams = SampleStreams::new(0, "test", step, x.dims()[0]);
+        let out = lam.forward_train(x.clone(), &streams).unwrap();
         losses.push(out.loss.clone().into_scalar::<f32>());
         let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
         lam = optim.step(3e-3, lam, grads);
@@ -292,8 +293,7 @@ fn reconstruction_assignment_trains_on_hindsight_codes() {
     let (b, t, l) = (2, 4, 8);
     let lam = LamConfig { code_assignment: CodeAssignment::Reconstruction, ..tiny() }.init(&device).unwrap();
     let x = Tensor::<5>::random([b, t, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
-    let mut rng = jinn_data::rng::rng_for(0, "test", 0);
-    let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+    let out = lam.forward_train(x.clone(), &SampleStreams::new(0, "test", 0, b)).unwrap();
     let eval = lam.forward_eval(x.clone()).unwrap();
     let hindsight = ints(out.hindsight.clone().unwrap());
     assert_eq!(ints(out.indices.clone()), hindsight);
@@ -368,8 +368,8 @@ fn reconstruction_assignment_separates_two_directions() {
     // As in training (`LamTask`): a code unused for a few steps moves onto an encoder output.
     let mut tracker = jinn_nn::DeadCodeTracker::new(kc, 5);
     for step in 0..300 {
-        let mut rng = jinn_data::rng::rng_for(0, "test", step);
-        let out = lam.forward_train(x.clone(), &mut rng).unwrap();
+        let mut rng = jinn_data::rng::rng_for(0, "test-reset", step);
+        let out = lam.forward_train(x.clone(), &SampleStreams::new(0, "test", step, b)).unwrap();
         let usage = jinn_nn::CodeUsage::from_indices(out.indices.clone(), kc).unwrap();
         let grads = GradientsParams::from_grads(out.loss.backward(), &lam);
         lam = optim.step(3e-3, lam, grads);

@@ -1,6 +1,7 @@
 use super::*;
 use crate::tokenizer::frames_to_unit;
 use burn::optim::GradientsParams;
+use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32, latent 8.
@@ -28,8 +29,7 @@ fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 #[test]
 fn mask_ratios_are_uniform_below_the_bound_and_patches_follow_them() {
     let (b, t, n) = (50, 40, 200);
-    let mut rng = jinn_data::rng::rng_for(1, "test", 0);
-    let (mask, ratios) = draw_patch_mask([b, t, n], 0.9, &mut rng);
+    let (mask, ratios) = draw_patch_mask([b, t, n], 0.9, &SampleStreams::new(1, "test", 0, b)).unwrap();
     assert_eq!((mask.len(), ratios.len()), (b * t * n, b * t));
     // U[0, 0.9): mean 0.45, variance 0.81/12, all in range.
     let k = ratios.len() as f64;
@@ -48,7 +48,7 @@ fn mask_ratios_are_uniform_below_the_bound_and_patches_follow_them() {
     let overall = mask.iter().filter(|&&m| m).count() as f64 / mask.len() as f64;
     assert!((overall - 0.45).abs() < 0.02, "overall masked fraction {overall}");
     // Ratio bound 0: nothing masked.
-    let (none, _) = draw_patch_mask([2, 3, 16], 0.0, &mut rng);
+    let (none, _) = draw_patch_mask([2, 3, 16], 0.0, &SampleStreams::new(1, "test", 0, 2)).unwrap();
     assert!(none.iter().all(|&m| !m));
 }
 
@@ -127,12 +127,23 @@ fn loss_falls_on_a_small_batch() {
     };
     let first = eval(&model);
     for step in 0..60 {
-        let mut rng = jinn_data::rng::rng_for(0, "test", step);
-        let out = model.forward_train(x.clone(), &mut rng).unwrap();
+        let out = model.forward_train(x.clone(), &SampleStreams::new(0, "test", step, 2)).unwrap();
         let grads = GradientsParams::from_grads(out.loss.backward(), &model);
         model = optim.step(3e-3, model, grads);
     }
     let last = eval(&model);
     eprintln!("mae: unmasked loss {first} → {last}");
     assert!(last * 4.0 <= first, "loss {first} → {last}: less than a 4× drop");
+}
+
+/// A clip's mask depends on its own stream only: the batch's second half drawn as a batch of
+/// its own (as another rank would) gives the same mask and ratios.
+#[test]
+fn a_clips_mask_is_keyed_by_its_global_index() {
+    let (b, t, n) = (4, 3, 16);
+    let (mask, ratios) = draw_patch_mask([b, t, n], 0.9, &SampleStreams::new(2, "mae", 10, b)).unwrap();
+    let (half, half_ratios) = draw_patch_mask([2, t, n], 0.9, &SampleStreams::new(2, "mae", 12, 2)).unwrap();
+    assert_eq!(half, mask[2 * t * n..]);
+    assert_eq!(half_ratios, ratios[2 * t..]);
+    assert!(draw_patch_mask([b, t, n], 0.9, &SampleStreams::new(2, "mae", 0, 3)).is_err());
 }

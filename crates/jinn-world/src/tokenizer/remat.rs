@@ -18,6 +18,7 @@
 
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
+use jinn_data::rng::SampleStreams;
 use jinn_nn::reversible::{accumulate, backprop_into, Engine, Lift, Mode, MonitorConfig, Tape};
 use jinn_nn::{AxialBlock, NnError};
 
@@ -40,7 +41,7 @@ impl Tokenizer {
     pub fn forward_backward_remat(
         &self,
         videos: Tensor<5>,
-        rng: &mut dyn rand::RngCore,
+        streams: &SampleStreams,
         divisor: f64,
     ) -> Result<(TokenizerOutput, GradientsParams), NnError> {
         if Lift::of(self).is_none() {
@@ -64,7 +65,7 @@ impl Tokenizer {
                 }
             }
         };
-        let out = self.forward_parts(videos, Some(rng), &mut stack)?;
+        let out = self.forward_parts(videos, Some(streams), &mut stack)?;
         if let Some(e) = failure {
             return Err(engine_err(e));
         }

@@ -1,6 +1,7 @@
 use super::*;
 use burn::optim::GradientsParams;
 use burn::tensor::Distribution;
+use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32.
@@ -49,8 +50,7 @@ fn shapes_and_decode_of_encode_matches_training_reconstruction() {
     assert_eq!(idx.dims(), [2, 3, 16]);
     let recon = model.decode(idx.clone()).unwrap();
     assert_eq!(recon.dims(), [2, 3, 16, 16, 3]);
-    let mut rng = jinn_data::rng::rng_for(0, "test", 0);
-    let out = model.forward_train(x, &mut rng).unwrap();
+    let out = model.forward_train(x, &SampleStreams::new(0, "test", 0, 2)).unwrap();
     assert_eq!(out.recon.dims(), [2, 3, 16, 16, 3]);
     // Without dropout the training path picks the same codes and decodes the same frames.
     assert_eq!(ints(out.indices), ints(idx));
@@ -127,8 +127,7 @@ fn overfits_one_small_batch() {
     let mut first = None;
     let mut last = f32::INFINITY;
     for step in 0..150 {
-        let mut rng = jinn_data::rng::rng_for(0, "test", step);
-        let out = model.forward_train(x.clone(), &mut rng).unwrap();
+        let out = model.forward_train(x.clone(), &SampleStreams::new(0, "test", step, 2)).unwrap();
         let loss = out.loss.clone().into_scalar::<f32>();
         first.get_or_insert(loss);
         last = loss;

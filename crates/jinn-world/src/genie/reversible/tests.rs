@@ -5,7 +5,7 @@ use crate::grad_check::assert_grads_close;
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
-use jinn_data::rng::rng_for;
+use jinn_data::rng::SampleStreams;
 use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_train::optim::OptimConfig;
 
@@ -40,13 +40,13 @@ fn memory_free_gradients_equal_standard_autodiff() {
         assert!(genie.dynamics.transformer.blocks.is_empty());
         let divisor = 2.0;
 
-        let out = genie.forward(clip(&device), None, &mut rng_for(1, "mask", 0)).unwrap();
+        let out = genie.forward(clip(&device), None, &SampleStreams::new(1, "mask", 0, 2)).unwrap();
         let reference = GradientsParams::from_grads(out.loss.clone().div_scalar(divisor).backward(), &genie);
         let (rev_out, rev) = genie
             .forward_backward_reversible(
                 clip(&device),
                 None,
-                &mut rng_for(1, "mask", 0),
+                &SampleStreams::new(1, "mask", 0, 2),
                 divisor,
                 &mut memory_free(),
             )
@@ -72,7 +72,13 @@ fn reversible_dynamics_trains_with_memory_free_backprop() {
     for step in 0..30 {
         // The same clip and mask every step: the loss must fall.
         let (out, grads) = genie
-            .forward_backward_reversible(clip(&device), None, &mut rng_for(2, "mask", 0), 1.0, &mut engine)
+            .forward_backward_reversible(
+                clip(&device),
+                None,
+                &SampleStreams::new(2, "mask", 0, 2),
+                1.0,
+                &mut engine,
+            )
             .unwrap();
         losses.push(out.loss.into_scalar::<f32>());
         genie = optim.step(if step < 3 { 1e-3 } else { 3e-3 }, genie, grads);
@@ -95,7 +101,13 @@ fn standard_model_is_a_clear_error() {
     };
     let genie = cfg.init(&device).unwrap();
     let err = genie
-        .forward_backward_reversible(clip(&device), None, &mut rng_for(0, "m", 0), 1.0, &mut memory_free())
+        .forward_backward_reversible(
+            clip(&device),
+            None,
+            &SampleStreams::new(0, "m", 0, 2),
+            1.0,
+            &mut memory_free(),
+        )
         .unwrap_err();
     assert!(err.to_string().contains("reversible = true"), "{err}");
 }

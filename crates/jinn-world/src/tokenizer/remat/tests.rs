@@ -2,7 +2,7 @@ use super::super::TokenizerConfig;
 use crate::grad_check::assert_grads_close;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution, Tensor};
-use jinn_data::rng::rng_for;
+use jinn_data::rng::SampleStreams;
 
 /// 16×16×3 frames, patch 4, width 16, two blocks on each side, codebook dropout on.
 fn tiny() -> TokenizerConfig {
@@ -34,10 +34,11 @@ fn recomputed_gradients_equal_standard_autodiff() {
     let videos = Tensor::<5>::random([2, 3, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
     let divisor = 2.0;
 
-    let out = model.forward_train(videos.clone(), &mut rng_for(7, "codebook-dropout", 0)).unwrap();
+    let out = model.forward_train(videos.clone(), &SampleStreams::new(7, "codebook-dropout", 0, 2)).unwrap();
     let reference = GradientsParams::from_grads(out.loss.clone().div_scalar(divisor).backward(), &model);
-    let (remat_out, remat) =
-        model.forward_backward_remat(videos, &mut rng_for(7, "codebook-dropout", 0), divisor).unwrap();
+    let (remat_out, remat) = model
+        .forward_backward_remat(videos, &SampleStreams::new(7, "codebook-dropout", 0, 2), divisor)
+        .unwrap();
 
     let loss = |t: Tensor<1>| t.into_scalar::<f32>();
     // Equal up to float reassociation: the flex backend's threaded kernels may split a reduction
@@ -55,6 +56,6 @@ fn plain_device_is_a_clear_error() {
     let device = Device::flex();
     let model = tiny().init(&device).unwrap();
     let videos = Tensor::<5>::zeros([1, 2, 16, 16, 3], &device);
-    let err = model.forward_backward_remat(videos, &mut rng_for(0, "x", 0), 1.0).unwrap_err();
+    let err = model.forward_backward_remat(videos, &SampleStreams::new(0, "x", 0, 1), 1.0).unwrap_err();
     assert!(err.to_string().contains("autodiff"), "{err}");
 }
