@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod update;
-pub use update::{MicroBatch, MicroContext, Objective, Updater};
+pub use update::{step_gradients, MicroBatch, MicroContext, Objective, Updater};
 
 /// Metric name → value.
 pub type Metrics = BTreeMap<String, f64>;

@@ -239,15 +239,16 @@ impl TrainTask for DynamicsTask {
                     videos(&batch, &device),
                     acts,
                     &streams,
-                    ctx.divisor(),
+                    &|out| out.loss_weight, // ∇(loss · Σw): the loop takes the global mean
                     &mut self.engine,
                 )
                 .map_err(model_err)?;
-            (out, Objective::Gradients(grads))
+            let weight = out.loss_weight;
+            (out, Objective::WeightedGradients { grads, weight })
         } else {
             let out = self.forward(&self.model, &batch, &streams)?;
-            let loss = out.loss.clone();
-            (out, Objective::Loss(loss))
+            let (loss, weight) = (out.loss.clone(), out.loss_weight);
+            (out, Objective::WeightedLoss { loss, weight })
         };
         let mut sums = Sums::default();
         self.host_metrics(&out, &mut sums, ctx.logged)?;

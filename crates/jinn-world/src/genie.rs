@@ -191,8 +191,11 @@ pub struct GenieOutput {
     pub logits: Tensor<4>,
     /// Positions the loss counts `[B, T, N]` (row-major; MaskGIT: the masked ones).
     pub loss_positions: Vec<bool>,
-    /// `ce + z_loss_weight·z_loss` `[1]`.
+    /// `ce + z_loss_weight·z_loss` `[1]`, a mean over the loss positions' weights.
     pub loss: Tensor<1>,
+    /// `Σ w` over the loss positions (the masked tokens, changed ones weighted), what `loss`
+    /// is a mean over.
+    pub loss_weight: f64,
     /// Mean cross-entropy over the loss positions `[1]`.
     pub ce: Tensor<1>,
     /// Mean squared logsumexp over the loss positions `[1]`.
@@ -248,10 +251,11 @@ impl Genie {
             (logits, mask, mask_t.float())
         };
         let weight = changed_token_weights(weight, &tokens, self.dynamics.changed_token_weight);
+        let loss_weight = weight.clone().sum().into_scalar::<f32>() as f64;
         let losses =
             weighted_token_losses(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
         let (loss, ce, z_loss) = (losses.loss, losses.ce, losses.z);
-        Ok(GenieOutput { tokens, logits, loss_positions, loss, ce, z_loss, lam_indices })
+        Ok(GenieOutput { tokens, logits, loss_positions, loss, loss_weight, ce, z_loss, lam_indices })
     }
 
     /// The table action ids index `[K, La]`: the LAM's codebook (code `i` is the latent action

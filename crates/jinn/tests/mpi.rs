@@ -1,6 +1,6 @@
 //! Data-parallel training under `mpirun` (cargo feature `mpi`): 2 ranks × batch 4 train like
-//! 1 rank × batch 8, runs resume across rank counts, and a killed or hung rank ends the run with
-//! an error. Each test prints a note and passes when `mpirun` is not installed (and fails
+//! 1 rank × batch 8 for every model kind (dropout, masks, noise and dead-code resets on), runs
+//! resume across rank counts, and a killed or hung rank ends the run with an error. Each test prints a note and passes when `mpirun` is not installed (and fails
 //! then if `JINN_REQUIRE_MPI=1`, as in CI).
 #![cfg(feature = "mpi")]
 
@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A tiny tokenizer on 16×16 frames without codebook dropout (the only randomness inside a
-/// step, drawn per rank), so that runs on different rank counts see identical computations.
+/// A tiny tokenizer on 16×16 frames.
 const CONFIG: &str = r#"
 [model]
 height = 16
@@ -269,4 +268,181 @@ fn a_killed_or_hung_rank_ends_the_run_with_an_error() {
     assert!(output.contains("got no answer from every rank within 3 s"), "{output}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
     last_checkpoint_intact(&out);
+}
+
+/// Per-kind test architectures: 16×16 frames, one block each, codebook dropout and dead-code
+/// resets on, so every random draw and reset decision of a step is exercised.
+const VQ_TOKENIZER: &str = "height = 16\nwidth = 16\npatch = 4\nmodel_dim = 16\nffn_dim = 32\nnum_heads = 2
+encoder_blocks = 1\ndecoder_blocks = 1\nlatent_dim = 8\nnum_codes = 32\ncodebook_dropout = 0.2
+reset_threshold = 1\n";
+const MAE_TOKENIZER: &str = "kind = \"mae\"\nheight = 16\nwidth = 16\npatch = 4\nmodel_dim = 16\nffn_dim = 32
+num_heads = 2\nencoder_blocks = 1\ndecoder_blocks = 1\nlatent_dim = 8\nmax_mask_ratio = 0.9\n";
+const LAM: &str = "height = 16\nwidth = 16\npatch = 4\nmodel_dim = 16\nffn_dim = 32\nnum_heads = 2
+encoder_blocks = 1\ndecoder_blocks = 1\nlatent_dim = 8\nnum_codes = 4\ncodebook_dropout = 0.2
+reset_threshold = 1\n";
+const DYNAMICS: &str = "model_dim = 16\nffn_dim = 32\nnum_heads = 2\nnum_blocks = 1\naction_dim = 8\n";
+
+/// The `[data]` and `[train]` sections of every per-kind run (the batch is set per run).
+const SCHEDULE: &str = "[data]\nseq_len = 4\nloader_threads = 0\n
+[train]\nsteps = 3\nlog_every = 1\nval_every = 0\nimage_every = 0\nckpt_every = 3\n
+[train.lr]\nwarmup_steps = 1\ndecay_steps = 1\nmax_lr = 3e-3\n";
+
+/// `dir/name.toml` with `model` as its `[model]` section, `lam` (if any) as `[lam]`, and
+/// [`SCHEDULE`].
+fn run_config(dir: &Path, name: &str, model: &str, lam: Option<&str>) -> PathBuf {
+    let lam = lam.map(|l| format!("[lam]\n{l}\n")).unwrap_or_default();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, format!("[model]\n{model}\n{lam}{SCHEDULE}")).unwrap();
+    path
+}
+
+/// Every f32 tensor of the model in the step-`step` checkpoint of `run`, sorted by name, except
+/// attention key biases: softmax ignores a shift common to every key, so their gradient is zero
+/// in exact arithmetic and rounding noise in floats, which AdamW's normalisation turns into
+/// updates of either sign, different for any other order of the gradient sums.
+fn checkpoint_tensors(run: &Path, step: u64) -> Vec<(String, Vec<f32>)> {
+    let path = run.join(step_dir_name(step)).join(jinn_train::checkpoint::MODEL_FILE);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut out: Vec<(String, Vec<f32>)> = tensors
+        .tensors()
+        .into_iter()
+        .filter(|(name, t)| t.dtype() == safetensors::Dtype::F32 && !name.ends_with("key.bias"))
+        .map(|(name, t)| {
+            let values =
+                t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            (name, values)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// ‖a − b‖ / ‖b‖ over every tensor of two checkpoints of the same model at `step`, and the
+/// tensors that differ most (name, relative difference), for the failure message.
+fn checkpoint_difference(a: &Path, b: &Path, step: u64) -> (f64, Vec<(String, f64)>) {
+    let (a, b) = (checkpoint_tensors(a, step), checkpoint_tensors(b, step));
+    let names = |t: &[(String, Vec<f32>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&a), names(&b), "the two runs saved different tensors");
+    let mut worst: Vec<(String, f64)> =
+        a.iter().zip(&b).map(|((name, x), (_, y))| (name.clone(), relative_difference(x, y))).collect();
+    worst.sort_by(|x, y| y.1.total_cmp(&x.1));
+    worst.truncate(3);
+    let flat = |t: Vec<(String, Vec<f32>)>| t.into_iter().flat_map(|(_, v)| v).collect::<Vec<f32>>();
+    (relative_difference(&flat(a), &flat(b)), worst)
+}
+
+/// `jinn ARGS --out OUT` as one plain process with batch 4 and as 2 ranks with batch 2 each;
+/// the models after 3 steps agree within `tol` (1e-5: only the order of the gradient sums
+/// differs; 1e-8 is typical). Returns the 1-rank run.
+///
+/// 1e-6 is far below what a rank-dependent draw or a per-rank loss normalisation gives (≈ 1e-4
+/// for MaskGIT, whose loss is a mean over a random number of masked tokens).
+fn same_on_one_and_two_ranks(mpirun: &Path, dir: &Path, kind: &str, args: &[String]) -> PathBuf {
+    let run = |ranks: usize, batch: usize| {
+        let out = dir.join(format!("{kind}-{ranks}"));
+        let mut cmd = match ranks {
+            0 => Command::new(env!("CARGO_BIN_EXE_jinn")),
+            n => {
+                let mut c = Command::new(mpirun);
+                c.args(["-np", &n.to_string(), "--oversubscribe", "--bind-to", "none"])
+                    .arg(env!("CARGO_BIN_EXE_jinn"));
+                c
+            }
+        };
+        cmd.args(args)
+            .args(["--out", p(&out), "--set", &format!("train.batch_size={batch}")])
+            .env("RAYON_NUM_THREADS", "1")
+            .env("RUST_BACKTRACE", "0")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        run_ok(cmd);
+        out
+    };
+    let (one, two) = (run(0, 4), run(2, 2));
+    let (d, worst) = checkpoint_difference(&two, &one, 3);
+    eprintln!("{kind}: 2 ranks × 2 vs 1 rank × 4 after 3 steps: relative difference {d:.2e}");
+    assert!(d <= 1e-6, "{kind}: relative difference {d:.2e}; most in {worst:?}");
+    one
+}
+
+/// Codes reset over the logged steps of `run` (its `metrics.jsonl`).
+fn codes_reset(run: &Path) -> f64 {
+    let log = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| r["metrics"]["codes_reset"].as_f64())
+        .sum()
+}
+
+#[test]
+fn every_model_kind_trains_on_two_ranks_as_on_one() {
+    let Some(mpirun) = mpirun() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (data, _) = setup(d);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let args = |parts: &[&str]| parts.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let train = |what: &str, config: &Path, extra: &[&str]| {
+        let mut a = args(&["train", what, "--config", p(config), "--data", p(&data)]);
+        a.extend(args(extra));
+        a
+    };
+
+    let vq = run_config(d, "vq", VQ_TOKENIZER, None);
+    let tokenizer = same_on_one_and_two_ranks(&mpirun, d, "vq-tokenizer", &train("tokenizer", &vq, &[]));
+    let mae = run_config(d, "mae", MAE_TOKENIZER, None);
+    let mae_run = same_on_one_and_two_ranks(&mpirun, d, "mae-tokenizer", &train("mae", &mae, &[]));
+    let lam = run_config(d, "lam", LAM, None);
+    let lam_run = same_on_one_and_two_ranks(&mpirun, d, "lam", &train("lam", &lam, &[]));
+    for run in [&tokenizer, &lam_run] {
+        let resets = codes_reset(run);
+        assert!(resets > 0.0, "{}: no dead code was reset, so resets went untested", run.display());
+    }
+
+    let components = |tok: &Path| args(&["--tokenizer", p(tok), "--lam", p(&lam_run)]);
+    for (kind, model) in [("maskgit", "kind = \"maskgit\"\n"), ("causal", "kind = \"causal\"\n")] {
+        let cfg = run_config(d, kind, &format!("{model}{DYNAMICS}"), Some(LAM));
+        let mut a = train("dynamics", &cfg, &[]);
+        a.extend(components(&tokenizer));
+        same_on_one_and_two_ranks(&mpirun, d, kind, &a);
+    }
+    let cfg = run_config(
+        d,
+        "diffusion",
+        &format!("kind = \"diffusion\"\ndenoise_steps = 4\n{DYNAMICS}"),
+        Some(LAM),
+    );
+    let mut a = train("dynamics", &cfg, &["--kind", "diffusion"]);
+    a.extend(components(&mae_run));
+    same_on_one_and_two_ranks(&mpirun, d, "diffusion", &a);
+
+    // The RSF language model (memory-free backprop) on the first 6 kB of two shipped plays.
+    let corpus = d.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    for play in ["macbeth_gut_f.txt", "tempest_gut_f.txt"] {
+        let text = std::fs::read_to_string(repo.join("data/text/shakespeare").join(play)).unwrap();
+        let cut = text.char_indices().map(|(i, _)| i).find(|&i| i >= 6000).unwrap();
+        std::fs::write(corpus.join(play), &text[..cut]).unwrap();
+    }
+    let lm_config = repo.join("configs/lm/shakespeare.toml");
+    #[rustfmt::skip]
+    let lm = args(&[
+        "train", "lm", "--config", p(&lm_config), "--data", p(&corpus),
+        "--set", "train.steps=3", "--set", "train.val_every=0", "--set", "train.ckpt_every=3",
+        "--set", "train.lr.warmup_steps=1", "--set", "train.lr.decay_steps=1",
+        "--set", "model.d_model=16", "--set", "model.depth=2", "--set", "model.num_heads=2",
+        "--set", "model.d_ffn=32", "--set", "model.max_seq=32",
+    ]);
+    same_on_one_and_two_ranks(&mpirun, d, "lm", &lm);
+
+    // The complex knowledge-graph model on the shipped Nations graph.
+    let nations = repo.join("data/kg/nations");
+    #[rustfmt::skip]
+    let graph = args(&[
+        "train", "graph", "--data", p(&nations),
+        "--set", "train.steps=3", "--set", "train.val_every=0", "--set", "train.ckpt_every=3",
+        "--set", "train.lr.warmup_steps=1", "--set", "train.lr.decay_steps=1", "--set", "model.dim=16",
+    ]);
+    same_on_one_and_two_ranks(&mpirun, d, "graph", &graph);
 }

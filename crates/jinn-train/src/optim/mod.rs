@@ -247,6 +247,11 @@ impl ModuleVisitor for Scale<'_> {
     }
 }
 
+/// Multiply every gradient of `module`'s float parameters by `factor`.
+pub fn scale_gradients<M: Module>(module: &M, grads: &mut GradientsParams, factor: f64) {
+    module.visit(&mut Scale { grads, factor });
+}
+
 /// Global L2 norm `√(Σ g²)` over all gradients of `module`'s float parameters.
 pub fn global_grad_norm<M: Module>(module: &M, grads: &GradientsParams) -> f64 {
     let mut visitor = SumSquares { grads, total: 0.0 };

@@ -14,6 +14,9 @@ struct Regression {
     model: Linear,
     /// `StepContext::logged` of every step this task ran.
     logged: Vec<bool>,
+    /// Weighted objectives: micro-batch `m` keeps the first `m + 1` rows of its batch and
+    /// reports its mean loss over them with that weight.
+    weighted: bool,
 }
 
 impl Regression {
@@ -29,6 +32,7 @@ impl Regression {
             },
             device,
             logged: Vec::new(),
+            weighted: false,
         }
     }
 
@@ -67,6 +71,15 @@ impl TrainTask for Regression {
             self.logged.push(ctx.logged);
         }
         let (x, y) = self.batch(ctx.seed, "train-batch", ctx.step * 1000 + ctx.micro as u64);
+        if self.weighted {
+            let rows = ctx.micro + 1;
+            let loss = self.loss(x.slice([0..rows, 0..3]), y.slice([0..rows, 0..1]));
+            let metrics = Metrics::from([("loss".to_string(), loss.clone().into_scalar::<f32>() as f64)]);
+            return Ok(MicroBatch {
+                objective: Objective::WeightedLoss { loss, weight: rows as f64 },
+                metrics,
+            });
+        }
         let loss = self.loss(x, y);
         let value = loss.clone().into_scalar::<f32>() as f64;
         Ok(MicroBatch {
@@ -170,6 +183,39 @@ fn the_loops_update_equals_the_update_written_out_by_hand() {
         assert!((metrics["loss"] - loss).abs() < 1e-12, "step {step}: {} vs {loss}", metrics["loss"]);
         assert!(metrics["grad_norm"] > 0.0);
     }
+}
+
+/// Weighted micro-batches of 1 and 2 rows give the gradient of one batch of all 3 rows (the
+/// mean over every row), not the mean of the micro-batches' means.
+#[test]
+fn weighted_micro_batches_give_the_gradient_of_their_pooled_batch() {
+    let cfg = train_cfg(); // grad_accum 2
+    let ctx = StepContext::new(&cfg, 1, true);
+    let mut weighted = Regression { weighted: true, ..Regression::new(1) };
+    let (grads, _) = step_gradients(&mut weighted, &ctx).unwrap();
+
+    let reference = Regression::new(1);
+    let (x0, y0) = reference.batch(ctx.seed, "train-batch", 1000);
+    let (x1, y1) = reference.batch(ctx.seed, "train-batch", 1001);
+    let x = Tensor::cat(vec![x0.slice([0..1, 0..3]), x1.slice([0..2, 0..3])], 0); // [3, 3]
+    let y = Tensor::cat(vec![y0.slice([0..1, 0..1]), y1.slice([0..2, 0..1])], 0); // [3, 1]
+    let loss = reference.loss(x.clone(), y.clone());
+    let pooled = GradientsParams::from_grads(loss.backward(), &reference.model);
+    // The mean of the two micro-batches' means, for contrast.
+    let first = reference.loss(x.clone().slice([0..1, 0..3]), y.clone().slice([0..1, 0..1]));
+    let second = reference.loss(x.slice([1..3, 0..3]), y.slice([1..3, 0..1]));
+    let mean_of_means = GradientsParams::from_grads(((first + second) / 2.0).backward(), &reference.model);
+
+    let weight_grad = |g: &GradientsParams, m: &Linear| -> Vec<f32> {
+        g.get::<2>(m.weight.id).unwrap().into_data().try_to_vec::<f32>().unwrap()
+    };
+    let got = weight_grad(&grads, &weighted.model);
+    let want = weight_grad(&pooled, &reference.model);
+    let other = weight_grad(&mean_of_means, &reference.model);
+    for (a, b) in got.iter().zip(&want) {
+        assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{got:?} vs {want:?}");
+    }
+    assert!(got.iter().zip(&other).any(|(a, b)| (a - b).abs() > 1e-3), "{got:?} vs {other:?}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::{Metrics, StepContext, TrainTask};
 use crate::checkpoint::{snapshot, Checkpoint, CheckpointData, TrainState};
 use crate::distributed::{self, average_gradients};
 use crate::error::Result;
-use crate::optim::{clip_global_norm, OptimConfig};
+use crate::optim::{clip_global_norm, scale_gradients, OptimConfig};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 use std::collections::BTreeMap;
@@ -46,13 +46,32 @@ impl MicroContext {
     }
 }
 
-/// What a task's micro-batch produces for the update.
+/// What a task's micro-batch produces for the update. Every micro-batch of a run is either
+/// plain (`Loss`, `Gradients`: the step minimises the mean of the micro-batches' losses, over
+/// micro-batches and ranks) or weighted (`Weighted*`: each loss is a mean over `weight` units —
+/// masked tokens, say — and the step minimises the mean over every unit of the global batch, as
+/// one batch of the global size would).
 pub enum Objective {
     /// The micro-batch's loss (a scalar on the autodiff device); the loop differentiates
     /// `loss / grad_accum` with respect to the task's model.
     Loss(Tensor<1>),
     /// Gradients of `loss / grad_accum` that the task computed itself.
     Gradients(GradientsParams),
+    /// A loss that is a mean over `weight` units; the loop differentiates `loss · weight` and
+    /// divides the accumulated gradients by the global batch's total weight.
+    WeightedLoss {
+        /// The mean loss of the micro-batch.
+        loss: Tensor<1>,
+        /// The units (`Σ w`) it is a mean over.
+        weight: f64,
+    },
+    /// Gradients of `loss · weight` that the task computed itself (see `WeightedLoss`).
+    WeightedGradients {
+        /// `∇(loss · weight)`.
+        grads: GradientsParams,
+        /// The units the loss is a mean over.
+        weight: f64,
+    },
 }
 
 /// One micro-batch's contribution: its objective and metrics (the step's metrics are their
@@ -76,40 +95,11 @@ impl Updater {
         Ok(Updater { optim: cfg.init_for(task.model())?, cfg: cfg.clone() })
     }
 
-    /// One optimiser update of `task`: its `grad_accum` micro-batches, their gradients
-    /// accumulated, averaged over ranks in a data-parallel run, clipped to `clip_norm`
-    /// (recorded as `grad_norm`), the optimiser step, then [`TrainTask::after_update`].
+    /// One optimiser update of `task`: the step's gradients ([`step_gradients`]), clipped
+    /// to `clip_norm` (recorded as `grad_norm`), the optimiser step, then
+    /// [`TrainTask::after_update`].
     pub fn step<T: TrainTask>(&mut self, task: &mut T, ctx: &StepContext) -> Result<Metrics> {
-        let mut accumulator = GradientsAccumulator::<T::Model>::new();
-        let mut means = MetricMeans::default();
-        let micro_batch = ctx.micro_batch as u64;
-        let ranks = distributed::world_size() as u64;
-        for micro in 0..ctx.grad_accum {
-            let global_micro = ctx.step * ctx.grad_accum as u64 + micro as u64;
-            let micro_ctx = MicroContext {
-                step: ctx.step,
-                micro,
-                grad_accum: ctx.grad_accum,
-                seed: ctx.seed,
-                first_sample: (global_micro * ranks + distributed::rank() as u64) * micro_batch,
-                logged: ctx.logged,
-            };
-            let MicroBatch { objective, metrics } = task.micro_batch(&micro_ctx)?;
-            let grads = match objective {
-                Objective::Loss(loss) => {
-                    let loss = loss.div_scalar(ctx.grad_accum as f64);
-                    GradientsParams::from_grads(loss.backward(), task.model())
-                }
-                Objective::Gradients(grads) => grads,
-            };
-            accumulator.accumulate(task.model(), grads);
-            means.add(metrics);
-        }
-        let mut grads = accumulator.grads();
-        let mut metrics = means.into_metrics();
-        if let Some(group) = distributed::collective() {
-            average_gradients(task.model(), &mut grads, group)?;
-        }
+        let (mut grads, mut metrics) = step_gradients(task, ctx)?;
         if let Some(max) = ctx.clip_norm {
             metrics.insert("grad_norm".into(), clip_global_norm(task.model(), &mut grads, max));
         }
@@ -134,6 +124,91 @@ impl Updater {
         task.set_model(checkpoint.load_model(task.model().clone())?);
         task.restore_state(checkpoint)?;
         self.optim = checkpoint.load_optimizer(self.cfg.init_for(task.model())?)?;
+        Ok(())
+    }
+}
+
+/// The gradients of update `ctx.step` of `task` and the means of its micro-batches' metrics:
+/// the `grad_accum` micro-batches run, their gradients accumulated and averaged over ranks in a
+/// data-parallel run; weighted objectives are then rescaled to the mean over every unit of
+/// the global batch.
+pub fn step_gradients<T: TrainTask>(task: &mut T, ctx: &StepContext) -> Result<(GradientsParams, Metrics)> {
+    let mut accumulator = GradientsAccumulator::<T::Model>::new();
+    let mut means = MetricMeans::default();
+    let mut weights = Weights::default();
+    let micro_batch = ctx.micro_batch as u64;
+    let ranks = distributed::world_size() as u64;
+    for micro in 0..ctx.grad_accum {
+        let global_micro = ctx.step * ctx.grad_accum as u64 + micro as u64;
+        let micro_ctx = MicroContext {
+            step: ctx.step,
+            micro,
+            grad_accum: ctx.grad_accum,
+            seed: ctx.seed,
+            first_sample: (global_micro * ranks + distributed::rank() as u64) * micro_batch,
+            logged: ctx.logged,
+        };
+        let MicroBatch { objective, metrics } = task.micro_batch(&micro_ctx)?;
+        let grads = match objective {
+            Objective::Loss(loss) => {
+                weights.add(None)?;
+                let loss = loss.div_scalar(ctx.grad_accum as f64);
+                GradientsParams::from_grads(loss.backward(), task.model())
+            }
+            Objective::Gradients(grads) => {
+                weights.add(None)?;
+                grads
+            }
+            Objective::WeightedLoss { loss, weight } => {
+                weights.add(Some(weight))?;
+                GradientsParams::from_grads(loss.mul_scalar(weight).backward(), task.model())
+            }
+            Objective::WeightedGradients { grads, weight } => {
+                weights.add(Some(weight))?;
+                grads
+            }
+        };
+        accumulator.accumulate(task.model(), grads);
+        means.add(metrics);
+    }
+    let mut grads = accumulator.grads();
+    let group = distributed::collective();
+    if let Some(group) = group {
+        average_gradients(task.model(), &mut grads, group)?;
+    }
+    if let Some(mut total) = weights.total {
+        // Σ over ranks of ∇(loss · weight), averaged above: rescale to the global mean.
+        let ranks = group.map_or(1.0, |g| g.size() as f64);
+        if let Some(group) = group {
+            let mut buf = [total];
+            group.all_reduce_sum_f64(&mut buf)?;
+            total = buf[0];
+        }
+        let factor = if total > 0.0 { ranks / total } else { 0.0 };
+        scale_gradients(task.model(), &mut grads, factor);
+    }
+    Ok((grads, means.into_metrics()))
+}
+
+/// The micro-batches' weights: `None` for plain objectives, their sum for weighted ones.
+#[derive(Default)]
+struct Weights {
+    seen: usize,
+    total: Option<f64>,
+}
+
+impl Weights {
+    fn add(&mut self, weight: Option<f64>) -> Result<()> {
+        if self.seen > 0 && self.total.is_some() != weight.is_some() {
+            return Err(crate::TrainError::config(
+                "train.grad_accum",
+                "a step mixes weighted and plain micro-batch objectives",
+            ));
+        }
+        self.seen += 1;
+        if let Some(w) = weight {
+            self.total = Some(self.total.unwrap_or(0.0) + w);
+        }
         Ok(())
     }
 }

@@ -32,15 +32,15 @@ struct StackRun {
 impl Genie {
     /// One training forward and backward with the dynamics backbone run by `engine` (memory-free
     /// in [`jinn_nn::reversible::Mode::Reconstruct`]): the outputs (for the metrics) and the
-    /// gradients of `loss / divisor` w.r.t. every trainable parameter (on an autodiff device).
-    /// They equal `GradientsParams::from_grads((forward(..).loss / divisor).backward(), self)`
+    /// gradients of `loss · scale(outputs)` w.r.t. every trainable parameter (on an autodiff
+    /// device). They equal `GradientsParams::from_grads((out.loss · scale(out)).backward(), self)`
     /// up to float rounding (or exactly that, when the engine's monitor falls back).
     pub fn forward_backward_reversible(
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
         mask_streams: &SampleStreams,
-        divisor: f64,
+        scale: &dyn Fn(&GenieOutput) -> f64,
         engine: &mut Engine,
     ) -> Result<(GenieOutput, GradientsParams), NnError> {
         let blocks = &self.dynamics.reversible_blocks;
@@ -74,7 +74,7 @@ impl Genie {
         })?;
 
         let mut grads = GradientsParams::new();
-        let mut g = out.loss.clone().div_scalar(divisor).backward();
+        let mut g = out.loss.clone().mul_scalar(scale(&out)).backward();
         let grad_y = output
             .grad_remove(&mut g)
             .unwrap_or_else(|| Tensor::zeros(output.dims(), &output.device()).inner()); // [b, t, n+1, m]

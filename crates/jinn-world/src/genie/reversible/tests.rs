@@ -47,7 +47,7 @@ fn memory_free_gradients_equal_standard_autodiff() {
                 clip(&device),
                 None,
                 &SampleStreams::new(1, "mask", 0, 2),
-                divisor,
+                &|_| 1.0 / divisor,
                 &mut memory_free(),
             )
             .unwrap();
@@ -76,7 +76,7 @@ fn reversible_dynamics_trains_with_memory_free_backprop() {
                 clip(&device),
                 None,
                 &SampleStreams::new(2, "mask", 0, 2),
-                1.0,
+                &|_| 1.0,
                 &mut engine,
             )
             .unwrap();
@@ -105,7 +105,7 @@ fn standard_model_is_a_clear_error() {
             clip(&device),
             None,
             &SampleStreams::new(0, "m", 0, 2),
-            1.0,
+            &|_| 1.0,
             &mut memory_free(),
         )
         .unwrap_err();
