@@ -9,11 +9,15 @@
 //! slots `2..` (x-prediction). The loss is `mean_{b,t}((0.9·τ + 0.1)·mean_{n,l}(x̂ − x)²)`.
 //!
 //! `K` (`model.denoise_steps`) is part of the model: the level table has `K` rows, and the
-//! sampler ([`crate::diffusion_sample`]) reads it from there.
+//! sampler ([`crate::diffusion::sample`]) reads it from there.
 //!
 //! Deviation: the reference scales the noise by `1 − (1 − 1e−5)·τ`; jinn uses `1 − τ` (the two
 //! differ by < 1e−5 since `τ < 1`). Noise and levels are drawn on the host from a generator
 //! derived from `(seed, purpose, step)`, so a resumed run draws the same ones.
+
+pub mod genie;
+pub mod sample;
+pub mod task;
 
 use crate::dynamics::{action_slots, DynamicsConfig, DynamicsKind};
 use crate::streams::clip_rngs;

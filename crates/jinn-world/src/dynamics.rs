@@ -10,6 +10,8 @@
 //! [`Dynamics::logits`] is the entry point for samplers: token ids, actions and (MaskGIT) a
 //! mask in, logits `[B, T, N, V]` out.
 
+pub mod task;
+
 pub mod causal;
 pub mod maskgit;
 mod token_loss;

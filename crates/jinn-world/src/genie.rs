@@ -20,8 +20,8 @@ use crate::dynamics::{
 };
 use crate::lam::{Lam, LamConfig};
 use crate::mae::MaeTokenizer;
+use crate::tokenizer::TOKENIZER_KIND;
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
-use crate::tokenizer_task::TOKENIZER_KIND;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_data::rng::SampleStreams;
@@ -433,7 +433,7 @@ pub fn assemble_genie(
 }
 
 /// MaskGIT and causal dynamics only: diffusion dynamics are assembled by
-/// [`crate::diffusion_genie::assemble_diffusion_genie`].
+/// [`crate::diffusion::genie::assemble_diffusion_genie`].
 fn check_token_dynamics(dynamics: &DynamicsConfig, run: &Path) -> Result<()> {
     if dynamics.kind == DynamicsKind::Diffusion {
         return Err(TrainError::checkpoint(

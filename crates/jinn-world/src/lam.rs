@@ -16,10 +16,12 @@
 //! (`code_assignment = "reconstruction"`, [`CodeAssignment`], in `lam/assignment.rs`) training
 //! feeds the decoder the code whose prediction is best and the loss is `MSE + cross-entropy` of
 //! the encoder naming that code. The dead-code reset lives in
-//! the training task ([`crate::lam_task`]) because it runs after the optimiser update.
+//! the training task ([`crate::lam::task`]) because it runs after the optimiser update.
 //!
 //! Inside a Genie model only the encoder side is needed: [`LamConfig::init_encoder`] builds the
 //! model without its decoder (`patch_up`, `action_up` and the decoder transformer).
+
+pub mod task;
 
 use crate::streams::clip_rngs;
 use burn::module::{Module, Param};

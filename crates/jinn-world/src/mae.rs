@@ -12,6 +12,8 @@
 //! Masks are drawn on the host from a caller-supplied generator ([`draw_patch_mask`]), so
 //! training is reproducible and a resumed run draws the same masks.
 
+pub mod task;
+
 use crate::streams::clip_rngs;
 use crate::tokenizer::{TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};

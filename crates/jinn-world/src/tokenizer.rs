@@ -11,6 +11,12 @@
 //!
 //! Deviation: Jasmine runs the model in bf16; here it runs in f32 (the CPU backend's dtype).
 
+/// Model kind stored in tokenizer checkpoints (VQ and MAE alike; `model.kind` tells them apart).
+pub const TOKENIZER_KIND: &str = "tokenizer";
+
+pub mod eval;
+pub mod task;
+
 use crate::streams::clip_rngs;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};

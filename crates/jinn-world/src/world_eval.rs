@@ -29,9 +29,9 @@
 
 pub mod objects;
 
+use crate::data::{model_err, to_u8};
 use crate::nmi::{code_action_counts, nmi, pair_transitions, Normalisation};
 use crate::sample::SamplerConfig;
-use crate::task_common::{model_err, to_u8};
 use crate::tokenizer::frames_to_unit;
 use crate::world_model::World;
 use burn::tensor::{Int, Tensor, TensorData};

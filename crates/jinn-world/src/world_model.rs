@@ -6,8 +6,8 @@
 //! [`World`] borrows either and offers what rollouts need: encoding frames
 //! ([`Encoded`]: tokens or latents), actions, and [`World::rollout`] (sample, then decode).
 
-use crate::diffusion_genie::{load_diffusion_genie, DiffusionGenie};
-use crate::diffusion_sample::sample_diffusion;
+use crate::diffusion::genie::{load_diffusion_genie, DiffusionGenie};
+use crate::diffusion::sample::sample_diffusion;
 use crate::dynamics::DynamicsKind;
 use crate::genie::{component_checkpoint, load_genie, Genie, GenieConfig, DYNAMICS_KIND};
 use crate::sample::{sample, SamplerConfig};

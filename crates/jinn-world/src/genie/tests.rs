@@ -83,7 +83,7 @@ pub(crate) fn component_runs(root: &Path) -> (std::path::PathBuf, std::path::Pat
 /// Save `model` as a step-`step` dynamics checkpoint in `dir` whose stored config is `cfg`
 /// (with a fresh optimiser state).
 pub(crate) fn save_dynamics_run<M: Module>(dir: &Path, model: &M, cfg: &GenieConfig, step: u64) {
-    let run_cfg = crate::dynamics_task::GenieRunConfig {
+    let run_cfg = crate::dynamics::task::GenieRunConfig {
         model: cfg.clone(),
         train: Default::default(),
         data: Default::default(),

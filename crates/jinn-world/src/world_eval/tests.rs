@@ -169,7 +169,7 @@ fn diffusion_models_are_evaluated_like_token_models() {
     let device = Device::flex();
     device.seed(12);
     let cfg = GenieConfig {
-        tokenizer: crate::diffusion_genie::tests::tiny_mae_tokenizer(),
+        tokenizer: crate::diffusion::genie::tests::tiny_mae_tokenizer(),
         actions: ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: false },
         dynamics: crate::diffusion::tests::tiny_diffusion(3),
     };

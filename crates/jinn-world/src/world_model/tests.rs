@@ -1,5 +1,5 @@
 use super::*;
-use crate::diffusion_genie::tests::mae_run;
+use crate::diffusion::genie::tests::mae_run;
 use crate::genie::tests::{component_runs, save_dynamics_run, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
 use crate::{assemble_diffusion_genie, frames_to_unit};

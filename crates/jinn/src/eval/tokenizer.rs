@@ -8,8 +8,8 @@ use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_train::checkpoint::{latest_good, Checkpoint, STATE_FILE};
-use jinn_world::tokenizer_eval::{evaluate, write_recon_gif};
-use jinn_world::tokenizer_task::open_split;
+use jinn_world::tokenizer::eval::{evaluate, write_recon_gif};
+use jinn_world::tokenizer::task::open_split;
 use jinn_world::{TokenizerRunConfig, TOKENIZER_KIND};
 use std::path::{Path, PathBuf};
 

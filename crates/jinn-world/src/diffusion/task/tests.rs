@@ -1,11 +1,11 @@
 use super::*;
+use crate::data::DataConfig;
+use crate::diffusion::genie::assemble_diffusion_genie;
+use crate::diffusion::genie::tests::mae_run;
 use crate::diffusion::tests::tiny_diffusion;
-use crate::diffusion_genie::assemble_diffusion_genie;
-use crate::diffusion_genie::tests::mae_run;
 use crate::genie::tests::bits;
 use crate::genie::ActionSource;
-use crate::tokenizer_task::tests::tiny_dataset;
-use crate::tokenizer_task::DataConfig;
+use crate::tokenizer::task::tests::tiny_dataset;
 use burn::tensor::Device;
 use jinn_train::config::TrainConfig;
 use jinn_train::train_loop::run;
@@ -33,7 +33,7 @@ fn run_cfg(model: crate::genie::GenieConfig) -> GenieRunConfig {
     GenieRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
 }
 
-use crate::task_common::test_support::run_options as opts;
+use crate::data::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_is_bit_identical_and_a_k_mismatch_is_refused() {

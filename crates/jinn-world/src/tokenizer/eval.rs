@@ -4,7 +4,7 @@
 //! Metrics (as `train_tokenizer_vqvae.py`): `loss, mse, q_loss, commitment_loss, psnr, ssim, codebook_usage`
 //! (fraction of the K codes used over the evaluated batches).
 
-use crate::task_common::{model_err, next_batch, to_u8};
+use crate::data::{model_err, next_batch, to_u8};
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerOutput};
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::tokenizer_task::tests::tiny_dataset;
+use crate::tokenizer::task::tests::tiny_dataset;
 use jinn_train::train_loop::run;
 
 fn run_cfg() -> LamRunConfig {
@@ -26,7 +26,7 @@ fn run_cfg() -> LamRunConfig {
     LamRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
 }
 
-use crate::task_common::test_support::run_options as opts;
+use crate::data::test_support::run_options as opts;
 
 /// A temporary root holding the tiny dataset in `root/data`, the run config and a device.
 fn setup() -> (tempfile::TempDir, std::path::PathBuf, LamRunConfig, Device) {

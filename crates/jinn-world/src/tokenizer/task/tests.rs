@@ -80,7 +80,7 @@ fn bits(model: &Tokenizer) -> Vec<u32> {
     b.0
 }
 
-use crate::task_common::test_support::run_options as opts;
+use crate::data::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_is_bit_identical_to_uninterrupted_run() {

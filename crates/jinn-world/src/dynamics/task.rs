@@ -13,12 +13,12 @@
 //! Validation adds `psnr, ssim` of the argmax-decoded frames against the clip (left out of
 //! training steps: the tokenizer decode would cost about as much as the step).
 
-use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
-use crate::task_common::{
+use crate::data::DataConfig;
+use crate::data::{
     actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
     val_streams, videos, write_step_gif,
 };
-use crate::tokenizer_task::DataConfig;
+use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
 use burn::module::Module;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;

@@ -13,13 +13,13 @@
 //! with a LAM, `grad_norm` when clipping; validation adds `psnr, ssim` of the MAE-decoded predictions
 //! against the clip (teacher-forced denoising at the drawn levels, as the reference logs).
 
-use crate::diffusion_genie::{DiffusionGenie, DiffusionGenieOutput};
-use crate::dynamics_task::GenieRunConfig;
-use crate::genie::DYNAMICS_KIND;
-use crate::task_common::{
+use crate::data::{
     actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
     val_streams, videos, write_step_gif,
 };
+use crate::diffusion::genie::{DiffusionGenie, DiffusionGenieOutput};
+use crate::dynamics::task::GenieRunConfig;
+use crate::genie::DYNAMICS_KIND;
 use burn::module::Module;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
@@ -72,7 +72,7 @@ impl Sums {
 impl DiffusionTask {
     /// A task over `data_dir` (`train/`, and `val/` if present) training `model` (assembled
     /// for `cfg.model` on an autodiff device, e.g. by
-    /// [`crate::diffusion_genie::assemble_diffusion_genie`]).
+    /// [`crate::diffusion::genie::assemble_diffusion_genie`]).
     pub fn new(cfg: &GenieRunConfig, data_dir: &Path, model: DiffusionGenie) -> Result<Self> {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;

@@ -4,7 +4,7 @@ use crate::dynamics::DynamicsKind;
 use crate::genie::tests::{bits, component_runs, save_dynamics_run, tiny_dynamics, write_component};
 use crate::genie::{assemble_genie, load_genie};
 use crate::tokenizer::TokenizerConfig;
-use crate::tokenizer_task::TOKENIZER_KIND;
+use crate::tokenizer::TOKENIZER_KIND;
 use burn::optim::GradientsParams;
 use jinn_train::optim::OptimConfig;
 

@@ -2,7 +2,7 @@ use super::*;
 use crate::dynamics::DynamicsKind;
 use crate::genie::tests::{bits, component_runs, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
-use crate::tokenizer_task::tests::tiny_dataset;
+use crate::tokenizer::task::tests::tiny_dataset;
 use burn::tensor::Device;
 use jinn_train::train_loop::{run, StepContext, Updater};
 
@@ -29,7 +29,7 @@ fn run_cfg(model: GenieConfig) -> GenieRunConfig {
     GenieRunConfig { model, train, data: DataConfig { seq_len: 3, loader_threads: 1, prefetch: 2 } }
 }
 
-use crate::task_common::test_support::run_options as opts;
+use crate::data::test_support::run_options as opts;
 
 #[test]
 fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {

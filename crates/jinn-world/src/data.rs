@@ -1,8 +1,8 @@
-//! Pieces shared by the tokenizer, LAM and dynamics training tasks: opening splits with a frame-shape
-//! check, loader configs, batches as tensors, dead-code counters in checkpoints.
+//! What every world-model training task shares about its data: the `data` config section,
+//! opening splits with a frame-shape check, loader configs, batches as tensors, dead-code
+//! counters in checkpoints.
 
 use crate::tokenizer::frames_to_unit;
-use crate::tokenizer_task::DataConfig;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
@@ -13,8 +13,27 @@ use jinn_nn::{DeadCodeTracker, NnError};
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::{Result, TrainError};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
+
+/// How clips are read: the `data` section of every world-model run config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataConfig {
+    /// Frames per clip `T` (Jasmine `seq_len` 16).
+    pub seq_len: usize,
+    /// Loader worker threads (0 = decode on the training thread).
+    pub loader_threads: usize,
+    /// Batches each loader worker may run ahead.
+    pub prefetch: usize,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig { seq_len: 16, loader_threads: 1, prefetch: 2 }
+    }
+}
 
 /// Open `<data_dir>/<split>` and check its frames are `want` (named by `field` in errors).
 pub(crate) fn open_split(

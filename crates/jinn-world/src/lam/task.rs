@@ -1,6 +1,6 @@
 //! Training the [`Lam`] with the shared loop ([`jinn_train::train_loop`]).
 //!
-//! Same data handling as [`crate::tokenizer_task`]: the train loader's position is stored in
+//! Same data handling as [`crate::tokenizer::task`]: the train loader's position is stored in
 //! every checkpoint, each clip's codebook dropout comes from its own stream (`(seed,
 //! "codebook-dropout", the clip's global index)`) and dead-code replacements from `(seed, step)`,
 //! so a resumed run is bit-identical to an uninterrupted one on the CPU backend.
@@ -27,14 +27,14 @@
 //! actions, and `hindsight_named`, the share of transitions whose nearest code is the hindsight
 //! one; training's `q_loss` is then the encoder's cross-entropy and `commitment_loss` 0.
 
-use crate::genie::LAM_KIND;
-use crate::lam::{Lam, LamConfig, LamOutput};
-use crate::nmi::{nmi, pair_transitions, Normalisation};
-use crate::task_common::{
+use crate::data::DataConfig;
+use crate::data::{
     first_clip, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
     save_dead_code_counters, to_u8, val_loader, videos, write_step_gif,
 };
-use crate::tokenizer_task::DataConfig;
+use crate::genie::LAM_KIND;
+use crate::lam::{Lam, LamConfig, LamOutput};
+use crate::nmi::{nmi, pair_transitions, Normalisation};
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_data::dataset::Dataset;

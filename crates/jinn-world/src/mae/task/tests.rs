@@ -1,8 +1,8 @@
 use super::*;
+use crate::data::DataConfig;
 use crate::genie::tests::bits;
+use crate::tokenizer::task::tests::tiny_dataset;
 use crate::tokenizer::TokenizerConfig;
-use crate::tokenizer_task::tests::tiny_dataset;
-use crate::tokenizer_task::DataConfig;
 use jinn_train::config::TrainConfig;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::run;
@@ -32,7 +32,7 @@ pub(crate) fn tiny_mae_run() -> TokenizerRunConfig {
     TokenizerRunConfig { model, train, data: DataConfig { seq_len: 2, loader_threads: 1, prefetch: 2 } }
 }
 
-use crate::task_common::test_support::run_options as opts;
+use crate::data::test_support::run_options as opts;
 
 #[test]
 fn resumed_run_is_bit_identical_and_logs_metrics() {

@@ -22,12 +22,12 @@
 //! training, `psnr`, `ssim` and `codebook_usage` are computed on logged steps only (a few % of
 //! a step each time).
 
-use crate::task_common::{
+use crate::data::{
     self, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
-    save_dead_code_counters, val_loader, videos,
+    save_dead_code_counters, val_loader, videos, DataConfig,
 };
-use crate::tokenizer::{Tokenizer, TokenizerConfig};
-use crate::tokenizer_eval::{evaluate, write_recon_gif, Sums};
+use crate::tokenizer::eval::{evaluate, write_recon_gif, Sums};
+use crate::tokenizer::{Tokenizer, TokenizerConfig, TOKENIZER_KIND};
 use burn::module::Module;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
@@ -44,29 +44,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Model kind stored in tokenizer checkpoints.
-pub const TOKENIZER_KIND: &str = "tokenizer";
-
 /// Key of the dead-code counters in `state.extra` (when `model.reset_threshold > 0`).
 pub const LAST_ACTIVE_KEY: &str = "tokenizer_last_active";
-
-/// How clips are read (the `data` section of a tokenizer run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DataConfig {
-    /// Frames per clip `T` (Jasmine `seq_len` 16).
-    pub seq_len: usize,
-    /// Loader worker threads (0 = decode on the training thread).
-    pub loader_threads: usize,
-    /// Batches each loader worker may run ahead.
-    pub prefetch: usize,
-}
-
-impl Default for DataConfig {
-    fn default() -> Self {
-        DataConfig { seq_len: 16, loader_threads: 1, prefetch: 2 }
-    }
-}
 
 /// A whole tokenizer run config: `model`, `train` and `data` sections.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -82,7 +61,7 @@ pub struct TokenizerRunConfig {
 
 /// Open `<data_dir>/<split>` and check its frames match the model config.
 pub fn open_split(data_dir: &Path, split: &str, cfg: &TokenizerRunConfig) -> Result<Arc<Dataset>> {
-    task_common::open_split(data_dir, split, cfg.data.seq_len, frame_shape(&cfg.model))
+    data::open_split(data_dir, split, cfg.data.seq_len, frame_shape(&cfg.model))
 }
 
 /// The frame shape the model config expects.

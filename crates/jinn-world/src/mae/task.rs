@@ -11,13 +11,14 @@
 //! Metrics (as `train_tokenizer_mae.py`): `loss` (= `mse`, over all pixels of the masked-input
 //! reconstruction), `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
 
-use crate::mae::{MaeOutput, MaeTokenizer};
-use crate::task_common::{
+use crate::data::{
     first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
     write_step_gif,
 };
+use crate::mae::{MaeOutput, MaeTokenizer};
+use crate::tokenizer::task::TokenizerRunConfig;
 use crate::tokenizer::TokenizerKind;
-use crate::tokenizer_task::{TokenizerRunConfig, TOKENIZER_KIND};
+use crate::tokenizer::TOKENIZER_KIND;
 use burn::module::Module;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
