@@ -6,6 +6,7 @@
 //! CLI). A stage is finished when its run holds a checkpoint at its final step; a second
 //! `jinn demo` skips finished stages and resumes a half-finished one.
 
+use crate::device::DeviceArgs;
 use crate::eval::world::{evaluate_world, print_table, EvalWorldArgs, DEFAULT_NMI_CLIPS};
 use crate::sample::{sample_rollout, SampleArgs};
 use crate::sampler_args::SamplerArgs;
@@ -50,6 +51,9 @@ pub struct DemoArgs {
     /// Validation clips scored by the final `jinn eval world` (0 skips it).
     #[arg(long, default_value_t = 16)]
     pub eval_episodes: usize,
+    /// Compute device of every stage, the rollout and the evaluation.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// One training stage.
@@ -102,7 +106,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         println!("[{}/6] {}", i + 2, stage.name);
         let t = Instant::now();
         let sets: Vec<String> = stage_overrides(stage.name, &overrides, a.steps);
-        run_stage(stage, &a.out, &data, &sets)?;
+        run_stage(stage, &a.out, &data, &sets, a.device)?;
         println!("      {} done in {:.0} s", stage.name, t.elapsed().as_secs_f64());
     }
 
@@ -117,6 +121,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         sampler: SamplerArgs::demo(),
         seed: 0,
         out: a.out.join("sample"),
+        device: a.device,
     };
     let report = sample_rollout(&sample_args)?;
     println!(
@@ -141,7 +146,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             sampler: SamplerArgs::demo(),
             seed: 0,
             out: a.out.join("eval"),
-            device: Default::default(),
+            device: a.device,
         };
         let (metrics, _) = evaluate_world(&eval_args)?;
         print_table(&metrics);
@@ -204,7 +209,13 @@ fn stage_overrides(stage: &str, overrides: &[(String, String)], steps: Option<u6
 }
 
 /// Train one stage unless its run already holds a checkpoint at its final step.
-fn run_stage(stage: &Stage, out: &Path, data: &Path, sets: &[String]) -> anyhow::Result<()> {
+fn run_stage(
+    stage: &Stage,
+    out: &Path,
+    data: &Path,
+    sets: &[String],
+    device: DeviceArgs,
+) -> anyhow::Result<()> {
     let config = out.join("configs").join(format!("{}.toml", stage.name));
     std::fs::create_dir_all(out.join("configs"))
         .with_context(|| format!("creating {}/configs", out.display()))?;
@@ -229,6 +240,8 @@ fn run_stage(stage: &Stage, out: &Path, data: &Path, sets: &[String]) -> anyhow:
         data.display().to_string(),
         "--out".into(),
         run_dir.display().to_string(),
+        "--device".into(),
+        device.to_string(),
     ];
     argv.extend(stage.extra.iter().cloned());
     for kv in sets {

@@ -1,4 +1,4 @@
-//! `--device cpu|wgpu[:N]|cuda[:N]`: which Burn backend a command computes on.
+//! `--device`: which Burn backend, and which adapter of it, a command computes on.
 //!
 //! `cpu` (the default) is Burn's pure-Rust flex backend and always available. `wgpu` (Vulkan,
 //! Metal, WebGPU) and `cuda` need the binary built with `--features wgpu` / `--features cuda`;
@@ -6,9 +6,38 @@
 //! pick the GPU numbered by the process's node-local rank under an MPI launcher (one GPU per
 //! rank with one command line: `mpirun -np 8 jinn train … --device wgpu:local`).
 
-use burn::tensor::Device;
+use burn::tensor::{Device, DeviceKind};
 use std::fmt;
 use std::str::FromStr;
+
+/// The `--device` flag, flattened into every command that runs a model.
+#[derive(clap::Args, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeviceArgs {
+    /// Compute device: cpu, wgpu, wgpu:N, wgpu:integrated, wgpu:cpu, wgpu:local, cuda[:N].
+    ///
+    /// cpu: Burn's flex backend with jinn's CPU kernels. wgpu (build with --features wgpu):
+    /// bare `wgpu` is the adapter wgpu picks (a high-power GPU first; CUBECL_WGPU_DEFAULT_DEVICE
+    /// overrides it), not necessarily discrete GPU 0 (that is `wgpu:0`); `wgpu:N` the N-th
+    /// discrete GPU; `wgpu:integrated` the integrated GPU; `wgpu:cpu` a software adapter such as
+    /// Mesa's lavapipe; `wgpu:local` the discrete GPU numbered by the MPI local rank
+    /// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID). cuda[:N] and cuda:local
+    /// need --features cuda.
+    #[arg(long = "device", value_name = "DEVICE", default_value = "cpu")]
+    pub spec: DeviceSpec,
+}
+
+impl DeviceArgs {
+    /// The Burn device (without autodiff; call `.autodiff()` to train on it).
+    pub fn device(&self) -> Device {
+        self.spec.device()
+    }
+}
+
+impl fmt::Display for DeviceArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.spec.fmt(f)
+    }
+}
 
 /// A device named on the command line. Parsing checks the syntax and that this binary was
 /// built with the backend; [`DeviceSpec::device`] then makes the Burn device.
@@ -17,10 +46,36 @@ pub enum DeviceSpec {
     /// Burn's flex CPU backend.
     #[default]
     Cpu,
-    /// The `N`-th discrete GPU through wgpu (`wgpu:N`; bare `wgpu` is GPU 0).
-    Wgpu(usize),
+    /// An adapter of the wgpu backend.
+    Wgpu(WgpuAdapter),
     /// The CUDA GPU with index `N` (`cuda:N`; bare `cuda` is GPU 0).
     Cuda(usize),
+}
+
+/// Which wgpu adapter `--device wgpu…` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WgpuAdapter {
+    /// `wgpu`: the adapter wgpu's heuristics pick (high-power GPUs first).
+    Default,
+    /// `wgpu:N` (and `wgpu:local`): the `N`-th discrete GPU.
+    Discrete(usize),
+    /// `wgpu:integrated`: the first integrated GPU.
+    Integrated,
+    /// `wgpu:cpu`: a software adapter (e.g. Mesa's lavapipe).
+    Software,
+}
+
+impl WgpuAdapter {
+    /// Burn's selector for this adapter.
+    #[cfg_attr(not(feature = "wgpu"), allow(dead_code))] // only a wgpu build makes the device
+    pub fn kind(self) -> DeviceKind {
+        match self {
+            WgpuAdapter::Default => DeviceKind::DefaultDevice,
+            WgpuAdapter::Discrete(i) => DeviceKind::DiscreteGpu(i),
+            WgpuAdapter::Integrated => DeviceKind::IntegratedGpu(0),
+            WgpuAdapter::Software => DeviceKind::Cpu,
+        }
+    }
 }
 
 impl DeviceSpec {
@@ -29,31 +84,25 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Cpu => Device::flex(),
             #[cfg(feature = "wgpu")]
-            DeviceSpec::Wgpu(i) => Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(i)),
+            DeviceSpec::Wgpu(adapter) => Device::wgpu(adapter.kind()),
             #[cfg(feature = "cuda")]
             DeviceSpec::Cuda(i) => Device::cuda(i),
-            // Parsing refuses backends this binary lacks, so a spec naming one cannot exist
-            // unless built by hand; fall back to the CPU rather than panic.
+            // Parsing refuses backends this binary lacks; only code can build such a spec.
             #[allow(unreachable_patterns)]
-            _ => Device::flex(),
-        }
-    }
-
-    /// Whether this binary was built with the backend's cargo feature.
-    pub fn is_compiled_in(self) -> bool {
-        match self {
-            DeviceSpec::Cpu => true,
-            DeviceSpec::Wgpu(_) => cfg!(feature = "wgpu"),
-            DeviceSpec::Cuda(_) => cfg!(feature = "cuda"),
+            other => unreachable!("device {other}: this jinn binary was built without its backend"),
         }
     }
 }
 
 impl fmt::Display for DeviceSpec {
+    /// The `--device` value that names this device again.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeviceSpec::Cpu => write!(f, "cpu"),
-            DeviceSpec::Wgpu(i) => write!(f, "wgpu:{i}"),
+            DeviceSpec::Wgpu(WgpuAdapter::Default) => write!(f, "wgpu"),
+            DeviceSpec::Wgpu(WgpuAdapter::Discrete(i)) => write!(f, "wgpu:{i}"),
+            DeviceSpec::Wgpu(WgpuAdapter::Integrated) => write!(f, "wgpu:integrated"),
+            DeviceSpec::Wgpu(WgpuAdapter::Software) => write!(f, "wgpu:cpu"),
             DeviceSpec::Cuda(i) => write!(f, "cuda:{i}"),
         }
     }
@@ -62,87 +111,82 @@ impl fmt::Display for DeviceSpec {
 impl FromStr for DeviceSpec {
     type Err = String;
 
-    /// `cpu`, `wgpu`, `wgpu:N`, `wgpu:local`, `cuda`, `cuda:N`, `cuda:local`
-    /// (case-insensitive). Used directly as a clap value type: `#[arg(long, default_value =
-    /// "cpu")] device: DeviceSpec`.
+    /// See [`parse`]; `local` reads the launcher's variables from the environment.
     fn from_str(s: &str) -> Result<Self, String> {
-        let lower = s.trim().to_ascii_lowercase();
-        let (name, index) = match lower.split_once(':') {
-            Some((n, "local")) => (n, local_rank()),
-            Some((n, i)) => {
-                let index = i.parse::<usize>().map_err(|_| {
-                    format!("device '{s}': the index after ':' must be a GPU number such as 0, got '{i}'")
-                })?;
-                (n, index)
-            }
-            None => (lower.as_str(), 0),
-        };
-        let spec = match name {
-            "cpu" if !lower.contains(':') => DeviceSpec::Cpu,
-            "wgpu" => DeviceSpec::Wgpu(index),
-            "cuda" => DeviceSpec::Cuda(index),
-            _ => return Err(format!("unknown device '{s}': expected cpu, wgpu:N or cuda:N (e.g. wgpu:0)")),
-        };
-        if !spec.is_compiled_in() {
-            let feature = if matches!(spec, DeviceSpec::Wgpu(_)) { "wgpu" } else { "cuda" };
-            return Err(format!(
-                "device '{s}' needs the {feature} backend, which this jinn binary was built without; \
-                 rebuild with `cargo build --release -p jinn --features {feature}` or use --device cpu"
-            ));
-        }
-        Ok(spec)
+        parse(s, &|var| std::env::var(var).ok())
     }
 }
+
+/// The accepted `--device` values, as error messages list them.
+const FORMS: &str = "cpu, wgpu, wgpu:N, wgpu:integrated, wgpu:cpu, wgpu:local, cuda, cuda:N or cuda:local";
 
 /// Variables in which MPI launchers (OpenMPI, MPICH/Hydra, Slurm) give a process its rank
 /// among the processes on its node.
 const LOCAL_RANK_VARS: [&str; 3] = ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"];
 
-/// This process's node-local rank under an MPI launcher; 0 otherwise.
-fn local_rank() -> usize {
-    LOCAL_RANK_VARS.iter().find_map(|v| std::env::var(v).ok()?.trim().parse().ok()).unwrap_or(0)
+/// What follows `wgpu` / `cuda`.
+enum Suffix {
+    None,
+    Index(usize),
+    Local,
+    Integrated,
+    Software,
+}
+
+/// Parse a `--device` value (case-insensitive; see [`FORMS`]), reading environment variables
+/// through `env`. Syntax errors come before a missing backend, which comes before a missing
+/// MPI local rank.
+fn parse(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<DeviceSpec, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let unknown = || format!("unknown device '{s}': --device takes {FORMS}");
+    let (name, suffix) = match lower.split_once(':') {
+        Some((name, suffix)) => (name, Some(suffix)),
+        None => (lower.as_str(), None),
+    };
+    let (feature, compiled_in) = match name {
+        "cpu" if suffix.is_none() => return Ok(DeviceSpec::Cpu),
+        "wgpu" => ("wgpu", cfg!(feature = "wgpu")),
+        "cuda" => ("cuda", cfg!(feature = "cuda")),
+        _ => return Err(unknown()),
+    };
+    let suffix = match suffix {
+        None => Suffix::None,
+        Some("local") => Suffix::Local,
+        Some("integrated") if name == "wgpu" => Suffix::Integrated,
+        Some("cpu") if name == "wgpu" => Suffix::Software,
+        Some(i) => Suffix::Index(i.parse().map_err(|_| unknown())?),
+    };
+    if !compiled_in {
+        return Err(format!(
+            "device '{s}' needs the {feature} backend, which this jinn binary was built without; \
+             rebuild with `cargo build --release -p jinn --features {feature}` or use --device cpu"
+        ));
+    }
+    let index = |suffix: Suffix| match suffix {
+        Suffix::Local => local_rank(s, env),
+        Suffix::Index(i) => Ok(i),
+        _ => Ok(0),
+    };
+    Ok(match (name, suffix) {
+        ("wgpu", Suffix::None) => DeviceSpec::Wgpu(WgpuAdapter::Default),
+        ("wgpu", Suffix::Integrated) => DeviceSpec::Wgpu(WgpuAdapter::Integrated),
+        ("wgpu", Suffix::Software) => DeviceSpec::Wgpu(WgpuAdapter::Software),
+        ("wgpu", suffix) => DeviceSpec::Wgpu(WgpuAdapter::Discrete(index(suffix)?)),
+        (_, suffix) => DeviceSpec::Cuda(index(suffix)?),
+    })
+}
+
+/// This process's node-local rank under an MPI launcher: the first of [`LOCAL_RANK_VARS`] set.
+fn local_rank(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<usize, String> {
+    let Some((var, value)) = LOCAL_RANK_VARS.iter().find_map(|&v| Some((v, env(v)?))) else {
+        return Err(format!(
+            "device '{s}' numbers the GPU by the MPI local rank, but none of {} is set: launch \
+             under mpirun or srun, or name the GPU (e.g. --device wgpu:0)",
+            LOCAL_RANK_VARS.join(", ")
+        ));
+    };
+    value.trim().parse().map_err(|_| format!("device '{s}': {var}={value} is not a local rank"))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_every_form_and_explains_bad_ones() {
-        assert_eq!("cpu".parse::<DeviceSpec>(), Ok(DeviceSpec::Cpu));
-        assert_eq!(" CPU ".parse::<DeviceSpec>(), Ok(DeviceSpec::Cpu));
-        for bad in ["gpu", "cpu:0", "", "tpu:1"] {
-            let e = bad.parse::<DeviceSpec>().unwrap_err();
-            assert!(e.contains("expected cpu, wgpu:N or cuda:N"), "{bad}: {e}");
-        }
-        let e = "wgpu:x".parse::<DeviceSpec>().unwrap_err();
-        assert!(e.contains("GPU number") && e.contains("'x'"), "{e}");
-        assert_eq!(DeviceSpec::Wgpu(3).to_string(), "wgpu:3");
-        assert!("cpu".parse::<DeviceSpec>().map(DeviceSpec::device).is_ok());
-    }
-
-    #[cfg(feature = "wgpu")]
-    #[test]
-    fn wgpu_parses_with_its_feature() {
-        assert_eq!("wgpu:1".parse::<DeviceSpec>(), Ok(DeviceSpec::Wgpu(1)));
-        assert_eq!("wgpu".parse::<DeviceSpec>(), Ok(DeviceSpec::Wgpu(0)));
-    }
-
-    #[cfg(not(feature = "wgpu"))]
-    #[test]
-    fn wgpu_without_its_feature_says_how_to_rebuild() {
-        let e = "wgpu:0".parse::<DeviceSpec>().unwrap_err();
-        assert!(e.contains("--features wgpu") && e.contains("wgpu:0"), "{e}");
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    #[test]
-    fn cuda_without_its_feature_says_how_to_rebuild() {
-        let e = "cuda:1".parse::<DeviceSpec>().unwrap_err();
-        assert!(e.contains("--features cuda"), "{e}");
-        // `local` is understood as an index (the missing backend is the complaint).
-        let e = "cuda:local".parse::<DeviceSpec>().unwrap_err();
-        assert!(e.contains("--features cuda"), "{e}");
-        assert!("cpu:local".parse::<DeviceSpec>().unwrap_err().contains("expected cpu"));
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
 //! `jinn play`: serve a world model and its play page on a local port.
 
 use crate::args::parse_frame_shape;
+use crate::device::DeviceArgs;
 use anyhow::{bail, Context};
 use jinn_data::FrameShape;
 mod action_keys;
@@ -75,6 +76,9 @@ pub struct PlayArgs {
     /// Take the most likely token instead of sampling.
     #[arg(long)]
     pub argmax: bool,
+    /// Compute device of the served models.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Serve until Ctrl-C.
@@ -91,7 +95,7 @@ pub fn run(a: PlayArgs) -> anyhow::Result<()> {
         None => None,
     };
     let text: Option<Arc<dyn TextModel>> = match &a.lm {
-        Some(run) => Some(Arc::new(LmText::load(run)?)),
+        Some(run) => Some(Arc::new(LmText::load(run, &a.device.device())?)),
         None => None,
     };
     if world.is_none() && text.is_none() {
@@ -148,7 +152,7 @@ fn load_model(run: &Path, a: &PlayArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
         argmax: a.argmax,
         ..SamplerConfig::default()
     };
-    Ok(Arc::new(GenieWorld::load(run, a.data.as_deref(), sampler, a.window)?))
+    Ok(Arc::new(GenieWorld::load(run, &a.device.device(), a.data.as_deref(), sampler, a.window)?))
 }
 
 /// Open `url` in the desktop's browser, or say where to point one.

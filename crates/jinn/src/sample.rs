@@ -1,9 +1,10 @@
 //! `jinn sample`: roll a trained world model out from real context frames and compare the
 //! rollout with the ground truth (GIF + per-frame PSNR/SSIM in metrics.json).
 
+use crate::device::DeviceArgs;
 use crate::sampler_args::SamplerArgs;
 use anyhow::{bail, Context};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor, TensorData};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::font::draw_text;
@@ -48,6 +49,9 @@ pub struct SampleArgs {
     /// Output directory (gets rollout.gif and metrics.json).
     #[arg(long, default_value = "sample")]
     pub out: PathBuf,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// What a rollout produced.
@@ -79,7 +83,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
     if a.context == 0 || a.frames == 0 {
         bail!("--context and --frames must be ≥ 1 (got {} and {})", a.context, a.frames);
     }
-    let device = Device::flex();
+    let device = a.device.device();
     let (model, _cfg, step) = load_world(&a.ckpt, &device)
         .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
     let world = model.view();

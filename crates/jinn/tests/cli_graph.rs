@@ -29,7 +29,7 @@ fn graph_train_eval_query_and_bad_input() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
 
-    let o = jinn(&["graph", "eval", "--ckpt", &run_s, "--data", data.to_str().unwrap()]);
+    let o = jinn(&["graph", "eval", "--ckpt", &run_s, "--data", data.to_str().unwrap(), "--device", "cpu"]);
     let log = text(&o);
     assert!(o.status.success(), "{log}");
     let mrr: f64 = log

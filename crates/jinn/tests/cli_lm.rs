@@ -56,7 +56,7 @@ fn lm_train_resume_eval_generate_and_bad_prompts() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("steps 3..6"), "{}", text(&o));
 
-    let o = jinn(&["lm", "eval", "--ckpt", run_s]);
+    let o = jinn(&["lm", "eval", "--ckpt", run_s, "--device", "cpu"]);
     let log = text(&o);
     assert!(o.status.success(), "{log}");
     let bpb: f64 = log

@@ -30,7 +30,7 @@ fn play_serves_the_model(run: &Path, data: &Path) {
     #[rustfmt::skip]
     let mut child = Command::new(env!("CARGO_BIN_EXE_jinn"))
         .args(["play", "--ckpt", run.to_str().unwrap(), "--data", data.to_str().unwrap(),
-               "--no-browser", "--port", "0", "--maskgit-steps", "2"])
+               "--no-browser", "--port", "0", "--maskgit-steps", "2", "--device", "cpu"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -2,9 +2,9 @@
 //! relation-frequency baseline in the same run and the published anchors) and held-out 2-hop
 //! path questions on UMLS (composition and beam search against a path-counting baseline).
 
+use crate::device::DeviceArgs;
 use crate::graph::train::train;
 use anyhow::Context;
-use burn::tensor::Device;
 use jinn_graph::eval::{evaluate, frequency_ranks, FilterIndex, RankMetrics};
 use jinn_graph::paths::{beam_scores, compose_scores, held_out_metrics, path_count_scores, two_hop_queries};
 use jinn_graph::{GraphRunConfig, KnowledgeGraph, TrainedGraph};
@@ -28,6 +28,9 @@ pub struct GraphBenchArgs {
     /// Beam width of the CQD-style search.
     #[arg(long, default_value_t = 16)]
     pub beam: usize,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 fn row(name: &str, m: &RankMetrics) {
@@ -40,14 +43,15 @@ fn row(name: &str, m: &RankMetrics) {
 /// Train on each set, evaluate, print the tables.
 pub fn run(a: GraphBenchArgs) -> anyhow::Result<()> {
     let runs = tempfile::tempdir()?;
+    let device = a.device.device();
     for set in ["nations", "umls"] {
         let data = a.data.join(set);
         let config = a.configs.join(format!("{set}.toml"));
         let cfg: GraphRunConfig = jinn_train::config::load(Some(&config), &a.overrides)?;
         let out = runs.path().join(set);
         println!("{set}: training {:?} d={} for {} steps …", cfg.model.kind, cfg.model.dim, cfg.train.steps);
-        let (_, secs) = train(&cfg, &data, &out, false, None, &Device::flex().autodiff())?;
-        let trained = TrainedGraph::load(&out, &Device::flex())?;
+        let (_, secs) = train(&cfg, &data, &out, false, None, &device.clone().autodiff())?;
+        let trained = TrainedGraph::load(&out, &device)?;
         let graph =
             KnowledgeGraph::load_with_vocab(&data, trained.entities.clone(), trained.relations.clone())
                 .with_context(|| format!("reading {}", data.display()))?;

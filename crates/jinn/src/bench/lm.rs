@@ -10,10 +10,11 @@
 //!    sequence for every token (the uncached baseline, measured in the same run).
 
 use super::rev::{memory_kb, Materialise};
+use crate::device::DeviceArgs;
 use crate::lm::train::train;
 use anyhow::{bail, Context};
 use burn::module::Module;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor, TensorData};
 use jinn_text::lm::decode::{last_logits, token_row};
 use jinn_text::lm::{bits_per_byte, generate, stream_loss, Arch, LanguageModel, LmRunConfig, Sampling};
 use jinn_train::train_loop::{NoObserver, TrainTask};
@@ -54,6 +55,9 @@ pub struct LmBenchArgs {
     /// Internal: measure one memory configuration `depth,arch` and print it.
     #[arg(long, hide = true)]
     pub one: Option<String>,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// The shared config of both models (only `model.arch` differs).
@@ -106,7 +110,7 @@ fn quality(a: &LmBenchArgs) -> anyhow::Result<Vec<(Arch, LanguageModel)>> {
     for arch in [Arch::Standard, Arch::Rsf] {
         let cfg = config(a, arch, a.depth, 128);
         let dir = tempfile::tempdir()?;
-        let device = Device::flex().autodiff();
+        let device = a.device.device().autodiff();
         let (summary, secs, task) = train(&cfg, &a.data, dir.path(), false, None, &device, &mut NoObserver)?;
         let model = task.model().valid();
         let data = jinn_text::lm::LmData::load(&crate::lm::train::shard_dir(dir.path()))?;
@@ -142,6 +146,7 @@ fn memory(a: &LmBenchArgs) -> anyhow::Result<()> {
             let out = Command::new(&exe)
                 .args(["bench", "lm", "--one", &format!("{depth},{arch}"), "--width", &a.width.to_string()])
                 .args(["--mem-seq", &a.mem_seq.to_string(), "--mem-batch", &a.mem_batch.to_string()])
+                .args(["--device", &a.device.to_string()])
                 .output()
                 .with_context(|| format!("running {} for depth {depth} {arch}", exe.display()))?;
             if !out.status.success() {
@@ -168,7 +173,7 @@ fn measure_memory(a: &LmBenchArgs, depth: usize, arch: &str) -> anyhow::Result<(
         "rsf" => Arch::Rsf,
         other => bail!("--one: arch must be `standard` or `rsf`, got `{other}`"),
     };
-    let device = Device::flex().autodiff();
+    let device = a.device.device().autodiff();
     let cfg = config(a, arch, depth, a.mem_seq);
     let mut model = cfg.model.init(256, a.seed, &device)?;
     model.visit(&mut Materialise);

@@ -5,11 +5,12 @@
 //! process (this binary re-executed with the hidden `--one depth,mode`), which prints one
 //! `REV_RESULT` line that the parent parses into the table.
 
+use crate::device::DeviceArgs;
 use anyhow::{bail, Context};
 use burn::module::Module;
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::tensor::{Distribution, Tensor};
 use jinn_nn::reversible::{
     accumulate, backprop_into, forward_standard, Engine, Mode, MonitorConfig, ReversibleCausalBlock,
     ReversibleCausalConfig,
@@ -43,6 +44,9 @@ pub struct RevBenchArgs {
     /// Internal: run one configuration `depth,mode` (mode `standard` or `memfree`) and print it.
     #[arg(long, hide = true)]
     pub one: Option<String>,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Stem `Linear(M → M)`, the reversible causal stack, head `Linear(M → M)`.
@@ -136,6 +140,7 @@ fn run_child(exe: &std::path::Path, a: &RevBenchArgs, depth: usize, mode: &str) 
         .args(["bench", "rev", "--one", &format!("{depth},{mode}")])
         .args(["--width", &a.width.to_string(), "--batch", &a.batch.to_string()])
         .args(["--seq", &a.seq.to_string(), "--steps", &a.steps.to_string()])
+        .args(["--device", &a.device.to_string()])
         .output()
         .with_context(|| format!("running {} for depth {depth} {mode}", exe.display()))?;
     if !out.status.success() {
@@ -181,7 +186,7 @@ fn run_one(a: &RevBenchArgs, depth: usize, mode: &str) -> anyhow::Result<Measure
         "memfree" => true,
         other => bail!("--one: mode must be `standard` or `memfree`, got `{other}`"),
     };
-    let device = Device::flex().autodiff();
+    let device = a.device.device().autodiff();
     device.seed(0);
     let m = a.width;
     let mut model = BenchModel {

@@ -1,7 +1,8 @@
 //! `jinn bench sample`: rollout speed of the world-model samplers with and without KV caches,
 //! on randomly initialised dynamics models (speed does not depend on training).
 
-use burn::tensor::{Device, Distribution, Int, Tensor};
+use crate::device::DeviceArgs;
+use burn::tensor::{Distribution, Int, Tensor};
 use jinn_world::{sample, DynamicsConfig, DynamicsKind, DynamicsRunConfig, SamplerConfig};
 use std::time::Instant;
 
@@ -17,6 +18,9 @@ pub struct SampleBenchArgs {
     /// MaskGIT steps per frame.
     #[arg(long, default_value_t = 25)]
     pub steps: usize,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// One benchmarked model: kind and tokens per frame (demo width otherwise).
@@ -47,7 +51,7 @@ pub fn run(a: SampleBenchArgs) -> anyhow::Result<()> {
         m.num_blocks,
         a.frames - 1
     );
-    let device = Device::flex();
+    let device = a.device.device();
     for case in cases {
         let cfg = DynamicsConfig {
             kind: case.kind,

@@ -6,6 +6,7 @@
 //! time), or a trained world model with `--ckpt RUN --data DIR`.
 
 use crate::args::parse_frame_shape;
+use crate::device::DeviceArgs;
 use anyhow::{ensure, Context};
 use jinn_data::FrameShape;
 use jinn_serve::api::FrameReply;
@@ -41,6 +42,9 @@ pub struct ServeBenchArgs {
     /// Frames the real model's dynamics sees per step (default: `jinn play`'s).
     #[arg(long)]
     pub window: Option<usize>,
+    /// Compute device of the real model.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 const ROUNDS: usize = 5;
@@ -54,7 +58,13 @@ pub fn run(a: ServeBenchArgs) -> anyhow::Result<()> {
     let model: Arc<dyn WorldModel> = match &a.ckpt {
         Some(run) => {
             let sampler = jinn_world::SamplerConfig { maskgit_steps: a.maskgit_steps, ..Default::default() };
-            Arc::new(crate::play::GenieWorld::load(run, a.data.as_deref(), sampler, a.window)?)
+            Arc::new(crate::play::GenieWorld::load(
+                run,
+                &a.device.device(),
+                a.data.as_deref(),
+                sampler,
+                a.window,
+            )?)
         }
         None => Arc::new(FakeWorld::new(a.size, delay)),
     };

@@ -7,6 +7,7 @@
 //!
 //! The model is jinn-text's RSF language model (`jinn lm`), byte-level.
 
+use crate::device::DeviceArgs;
 use anyhow::{bail, Context};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -66,6 +67,9 @@ pub struct SfdBenchArgs {
     /// Seed of the initialisation and the batch draws (the same for both optimisers).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// One optimiser's run.
@@ -254,7 +258,7 @@ fn train_one(
     train: &[u8],
     val: &[u8],
 ) -> anyhow::Result<Outcome> {
-    let device = Device::flex().autodiff();
+    let device = a.device.device().autodiff();
     let lm = LmModelConfig {
         arch: Arch::Rsf,
         d_model: a.width / 2,

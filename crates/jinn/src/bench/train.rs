@@ -7,7 +7,7 @@
 mod roofline;
 mod setup;
 
-use crate::device::DeviceSpec;
+use crate::device::DeviceArgs;
 use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
@@ -51,9 +51,9 @@ pub struct TrainBenchArgs {
     /// Untimed warm-up steps before them.
     #[arg(long, default_value_t = 3)]
     pub warmup: u64,
-    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
-    #[arg(long, default_value = "cpu")]
-    pub device: DeviceSpec,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
     /// Jasmine's step time measured on this host, ms (docs/performance.md, "Jasmine on the same
     /// host"): the step is then also compared with it, against the target's speed-up.
     #[arg(long, value_name = "MS")]

@@ -14,6 +14,7 @@
 //! The keys are the play page's: the session API is driven with the action ids the page binds
 //! to ArrowLeft and ArrowRight, so a model whose keys mean nothing fails here.
 
+use crate::device::DeviceArgs;
 use crate::play::{GenieWorld, PLAY_MASKGIT_STEPS};
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
@@ -66,6 +67,9 @@ pub struct EvalPlayArgs {
     /// Output directory (gets metrics.json).
     #[arg(long, default_value = "eval-play")]
     pub out: PathBuf,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// One steering trial: the paddle's centre before and after holding each key.
@@ -128,7 +132,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         seed: a.seed,
         ..Default::default()
     };
-    let world = Arc::new(GenieWorld::load(&a.ckpt, Some(&a.data), sampler, a.window)?);
+    let world = Arc::new(GenieWorld::load(&a.ckpt, &a.device.device(), Some(&a.data), sampler, a.window)?);
     let info = world.info().clone();
     let shape = info.frame;
     let by_key = |key: &str| {

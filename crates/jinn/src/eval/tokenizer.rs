@@ -3,7 +3,7 @@
 //! The model config comes from the checkpoint's `state.json` (no hyperparameters repeated on
 //! the command line); the split is read with the checkpoint's clip length.
 
-use crate::device::DeviceSpec;
+use crate::device::DeviceArgs;
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::loader::{Loader, LoaderConfig};
@@ -43,9 +43,9 @@ pub struct EvalTokenizerArgs {
     /// Write the metrics as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
-    #[arg(long, default_value = "cpu")]
-    pub device: DeviceSpec,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// `--ckpt` as a checkpoint: the directory itself if it holds a `state.json`, else the newest

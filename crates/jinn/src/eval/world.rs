@@ -2,7 +2,7 @@
 //! true-action agreement (NMI) and object scores of a trained world model on a split (metrics
 //! in `jinn_world::world_eval`).
 
-use crate::device::DeviceSpec;
+use crate::device::DeviceArgs;
 use crate::sampler_args::SamplerArgs;
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
@@ -60,9 +60,9 @@ pub struct EvalWorldArgs {
     /// Output directory (gets metrics.json).
     #[arg(long, default_value = "eval-world")]
     pub out: PathBuf,
-    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
-    #[arg(long, default_value = "cpu")]
-    pub device: DeviceSpec,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Clips the NMI is taken over unless `--nmi-clips` says otherwise (3840 transitions of 16

@@ -1,7 +1,7 @@
 //! `jinn graph eval`: filtered ranking metrics of a trained run.
 
+use crate::device::DeviceArgs;
 use anyhow::Context;
-use burn::tensor::Device;
 use jinn_graph::eval::{evaluate, FilterIndex};
 use jinn_graph::{KnowledgeGraph, TrainedGraph};
 use std::path::PathBuf;
@@ -18,11 +18,14 @@ pub struct GraphEvalArgs {
     /// Split to rank: train, valid or test.
     #[arg(long, default_value = "test")]
     pub split: String,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Print filtered MRR and Hits@1/3/10 (both prediction directions).
 pub fn run(a: GraphEvalArgs) -> anyhow::Result<()> {
-    let trained = TrainedGraph::load(&a.ckpt, &Device::flex())
+    let trained = TrainedGraph::load(&a.ckpt, &a.device.device())
         .with_context(|| format!("loading graph model from {}", a.ckpt.display()))?;
     let graph = KnowledgeGraph::load_with_vocab(&a.data, trained.entities.clone(), trained.relations.clone())
         .with_context(|| format!("reading {} with the model's vocabulary", a.data.display()))?;

@@ -1,7 +1,7 @@
 //! `jinn graph query`: answer `(head, r1, r2, …, ?)` with a trained run.
 
+use crate::device::DeviceArgs;
 use anyhow::Context;
-use burn::tensor::Device;
 use jinn_graph::paths::{beam_scores, compose_scores, conjunction, distribution, PathQuery};
 use jinn_graph::TrainedGraph;
 use std::path::PathBuf;
@@ -27,6 +27,9 @@ pub struct GraphQueryArgs {
     /// Answers to print.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 fn parse_query(trained: &TrainedGraph, head: &str, path: &[String]) -> anyhow::Result<PathQuery> {
@@ -39,7 +42,7 @@ fn parse_query(trained: &TrainedGraph, head: &str, path: &[String]) -> anyhow::R
 /// Print the top answers with their probabilities (composition: softmax of the scores;
 /// beam: t-norm truth values renormalised to sum to 1).
 pub fn run(a: GraphQueryArgs) -> anyhow::Result<()> {
-    let trained = TrainedGraph::load(&a.ckpt, &Device::flex())
+    let trained = TrainedGraph::load(&a.ckpt, &a.device.device())
         .with_context(|| format!("loading graph model from {}", a.ckpt.display()))?;
     let answer = |q: &PathQuery| -> anyhow::Result<Vec<f32>> {
         Ok(if a.beam == 0 {

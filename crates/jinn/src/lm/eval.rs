@@ -2,8 +2,8 @@
 //! documents or on any text file.
 
 use super::train::shard_dir;
+use crate::device::DeviceArgs;
 use anyhow::Context;
-use burn::tensor::Device;
 use jinn_text::lm::data::{read_corpus, ShardInfo};
 use jinn_text::lm::{bits_per_byte, stream_loss, LmData, TrainedLm};
 use jinn_train::checkpoint::MANIFEST_FILE;
@@ -22,6 +22,9 @@ pub struct LmEvalArgs {
     /// Windows per forward pass.
     #[arg(long, default_value_t = 8)]
     pub batch: usize,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// The run directory of `ckpt` (itself, or the parent of a `step_*` checkpoint).
@@ -34,7 +37,7 @@ fn run_dir(ckpt: &Path) -> PathBuf {
 
 /// Print the loss and bits per byte.
 pub fn run(a: LmEvalArgs) -> anyhow::Result<()> {
-    let trained = TrainedLm::load(&a.ckpt, &Device::flex())
+    let trained = TrainedLm::load(&a.ckpt, &a.device.device())
         .with_context(|| format!("loading a language model from {}", a.ckpt.display()))?;
     let (tokens, info, what) = match &a.text {
         Some(path) => {

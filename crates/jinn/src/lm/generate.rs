@@ -1,8 +1,8 @@
 //! `jinn lm generate`: sample text after a prompt with KV-cached decoding, printing tokens as
 //! they come.
 
+use crate::device::DeviceArgs;
 use anyhow::Context;
-use burn::tensor::Device;
 use jinn_text::lm::{generate, Sampling, TrainedLm, Utf8Stream};
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,11 +29,14 @@ pub struct LmGenerateArgs {
     /// Sampling seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 /// Print the prompt and its continuation, then the generation speed on stderr.
 pub fn run(a: LmGenerateArgs) -> anyhow::Result<()> {
-    let trained = TrainedLm::load(&a.ckpt, &Device::flex())
+    let trained = TrainedLm::load(&a.ckpt, &a.device.device())
         .with_context(|| format!("loading a language model from {}", a.ckpt.display()))?;
     let prompt = trained.tokenizer.encode(&a.prompt);
     let sampling = Sampling { temperature: a.temperature, top_k: a.top_k };

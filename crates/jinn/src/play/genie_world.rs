@@ -56,19 +56,19 @@ struct Session {
 }
 
 impl GenieWorld {
-    /// Load the newest good checkpoint of the dynamics run `run`; `data` is a dataset
+    /// Load the newest good checkpoint of the dynamics run `run` onto `device`; `data` is a dataset
     /// directory (with `train/`, `val/`, … splits) to draw start frames from. Each step shows
     /// the dynamics the last `window` frames (default [`DEFAULT_WINDOW`], at most its training
     /// clip length; temporal attention is causal, so a shorter window is a prefix it was
     /// trained on).
     pub fn load(
         run: &Path,
+        device: &Device,
         data: Option<&Path>,
         sampler: SamplerConfig,
         window: Option<usize>,
     ) -> anyhow::Result<Self> {
-        let device = Device::flex();
-        let (genie, _cfg, step) = load_genie(run, &device)
+        let (genie, _cfg, step) = load_genie(run, device)
             .with_context(|| format!("--ckpt {}: loading the world model", run.display()))?;
         let trained = trained_seq_len(run).unwrap_or(DEFAULT_WINDOW).max(2);
         let name = format!(

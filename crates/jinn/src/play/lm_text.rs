@@ -15,10 +15,10 @@ pub struct LmText {
 }
 
 impl LmText {
-    /// Load the newest good checkpoint of the LM run `run` on the CPU.
-    pub fn load(run: &Path) -> anyhow::Result<Self> {
-        let trained = TrainedLm::load(run, &Device::flex())
-            .map_err(|e| anyhow::anyhow!("--lm {}: {e}", run.display()))?;
+    /// Load the newest good checkpoint of the LM run `run` onto `device`.
+    pub fn load(run: &Path, device: &Device) -> anyhow::Result<Self> {
+        let trained =
+            TrainedLm::load(run, device).map_err(|e| anyhow::anyhow!("--lm {}: {e}", run.display()))?;
         let name = run.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "lm".into());
         let tokenizer = match trained.tokenizer.spec() {
             jinn_text::lm::TokenizerSpec::Bytes => "bytes".to_string(),

@@ -1,7 +1,7 @@
 //! The flags every training command shares (`--config --data --out --set --resume --stop-at
 //! --device`), flattened into each command's arguments.
 
-use crate::device::DeviceSpec;
+use crate::device::DeviceArgs;
 use jinn_train::train_loop::RunOptions;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -32,9 +32,9 @@ pub struct RunArgs {
     /// Stop after this many steps in total (the LR schedule still spans `train.steps`).
     #[arg(long)]
     pub stop_at: Option<u64>,
-    /// Compute device: cpu, wgpu:N (build with --features wgpu) or cuda:N (--features cuda).
-    #[arg(long, default_value = "cpu")]
-    pub device: DeviceSpec,
+    /// Compute device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 impl RunArgs {
