@@ -100,17 +100,44 @@ pub(crate) fn val_loader(train: &TrainConfig, data: &DataConfig, split: Arc<Data
     Ok(Loader::new(split, cfg)?)
 }
 
-/// The training loader positioned where `checkpoint` left it (exact resume).
-pub(crate) fn resume_loader(
-    checkpoint: &Checkpoint,
+/// The training split's endless batch stream, this rank's shard of every global batch; its
+/// position travels in checkpoints (`state.loader`), so a resumed run reads on exactly where
+/// the interrupted one stopped.
+pub(crate) struct TrainStream {
     split: Arc<Dataset>,
-    train: &TrainConfig,
-    data: &DataConfig,
-) -> Result<Loader> {
-    let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
-        TrainError::checkpoint(&checkpoint.dir, "state.json has no loader position; cannot resume exactly")
-    })?;
-    Ok(Loader::resume(split, loader_config(train, data), Some(position))?)
+    config: LoaderConfig,
+    loader: Loader,
+}
+
+impl TrainStream {
+    /// The stream over `split` from its start.
+    pub(crate) fn new(split: Arc<Dataset>, train: &TrainConfig, data: &DataConfig) -> Result<TrainStream> {
+        let config = loader_config(train, data);
+        let loader = Loader::new(split.clone(), config)?;
+        Ok(TrainStream { split, config, loader })
+    }
+
+    /// The next batch (the stream cycles forever).
+    pub(crate) fn next(&mut self) -> Result<Batch> {
+        next_batch(&mut self.loader)
+    }
+
+    /// Record the position in `state`.
+    pub(crate) fn save(&self, state: &mut TrainState) {
+        state.loader = Some(self.loader.position());
+    }
+
+    /// Continue from the position stored in `checkpoint`.
+    pub(crate) fn restore(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        let position = checkpoint.state.loader.as_ref().ok_or_else(|| {
+            TrainError::checkpoint(
+                &checkpoint.dir,
+                "state.json has no loader position; cannot resume exactly",
+            )
+        })?;
+        self.loader = Loader::resume(self.split.clone(), self.config, Some(position))?;
+        Ok(())
+    }
 }
 
 /// The random streams of validation batch `i` (of equal batches), the same every validation.

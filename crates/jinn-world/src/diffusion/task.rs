@@ -14,8 +14,8 @@
 //! against the clip (teacher-forced denoising at the drawn levels, as the reference logs).
 
 use crate::data::{
-    actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
-    val_streams, videos, write_step_gif,
+    actions, first_clip, model_err, next_batch, open_splits, to_u8, val_loader, val_streams, videos,
+    write_step_gif, TrainStream,
 };
 use crate::diffusion::genie::{DiffusionGenie, DiffusionGenieOutput};
 use crate::dynamics::task::GenieRunConfig;
@@ -23,7 +23,7 @@ use crate::genie::DYNAMICS_KIND;
 use burn::module::Module;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
-use jinn_data::loader::{Batch, Loader};
+use jinn_data::loader::Batch;
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::SampleStreams;
 use jinn_data::FrameShape;
@@ -40,7 +40,7 @@ pub struct DiffusionTask {
     cfg: GenieRunConfig,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
-    loader: Loader,
+    stream: TrainStream,
 }
 
 /// Running sums of per-forward metrics.
@@ -87,8 +87,8 @@ impl DiffusionTask {
                 ));
             }
         }
-        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        Ok(DiffusionTask { model, cfg: cfg.clone(), train_data, val_data, loader })
+        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
+        Ok(DiffusionTask { model, cfg: cfg.clone(), train_data, val_data, stream })
     }
 
     fn forward(
@@ -137,7 +137,7 @@ impl TrainTask for DiffusionTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = next_batch(&mut self.loader)?;
+        let batch = self.stream.next()?;
         let streams = SampleStreams::new(ctx.seed, "diffusion-noise", ctx.first_sample, batch.batch_size);
         let out = Self::forward(&self.model, &batch, &streams)?;
         let mut sums = Sums::default();
@@ -189,13 +189,13 @@ impl TrainTask for DiffusionTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        state.loader = Some(self.loader.position());
+        self.stream.save(state);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = self.model.clone().refreeze(&self.cfg.model);
-        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        self.stream.restore(checkpoint)?;
         Ok(())
     }
 }

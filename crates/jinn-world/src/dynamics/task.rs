@@ -15,14 +15,14 @@
 
 use crate::data::DataConfig;
 use crate::data::{
-    actions, first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader,
-    val_streams, videos, write_step_gif,
+    actions, first_clip, model_err, next_batch, open_splits, to_u8, val_loader, val_streams, videos,
+    write_step_gif, TrainStream,
 };
 use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
 use burn::module::Module;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
-use jinn_data::loader::{Batch, Loader};
+use jinn_data::loader::Batch;
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::SampleStreams;
 use jinn_data::FrameShape;
@@ -73,7 +73,7 @@ pub struct DynamicsTask {
     cfg: GenieRunConfig,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
-    loader: Loader,
+    stream: TrainStream,
     /// Memory-free backprop for a reversible dynamics model (`model.reversible`).
     engine: Engine,
 }
@@ -95,13 +95,13 @@ impl DynamicsTask {
                 ));
             }
         }
-        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
         Ok(DynamicsTask {
             model,
             cfg: cfg.clone(),
             train_data,
             val_data,
-            loader,
+            stream,
             engine: Engine::new(Mode::Reconstruct, MonitorConfig::default()),
         })
     }
@@ -227,7 +227,7 @@ impl TrainTask for DynamicsTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = next_batch(&mut self.loader)?;
+        let batch = self.stream.next()?;
         let streams = SampleStreams::new(ctx.seed, "dynamics-mask", ctx.first_sample, batch.batch_size);
         let (out, objective) = if self.cfg.model.dynamics.reversible {
             // Memory-free backprop through the reversible backbone (genie::reversible).
@@ -295,13 +295,13 @@ impl TrainTask for DynamicsTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        state.loader = Some(self.loader.position());
+        self.stream.save(state);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = self.model.clone().refreeze(&self.cfg.model);
-        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        self.stream.restore(checkpoint)?;
         Ok(())
     }
 }

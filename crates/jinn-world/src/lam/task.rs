@@ -29,8 +29,8 @@
 
 use crate::data::DataConfig;
 use crate::data::{
-    first_clip, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
-    save_dead_code_counters, to_u8, val_loader, videos, write_step_gif,
+    first_clip, model_err, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters,
+    to_u8, val_loader, videos, write_step_gif, TrainStream,
 };
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
@@ -39,7 +39,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
-use jinn_data::loader::{Batch, Loader};
+use jinn_data::loader::Batch;
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
 use jinn_data::FrameShape;
@@ -80,7 +80,7 @@ pub struct LamTask {
     last_emb: Option<Tensor<2>>,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
-    loader: Loader,
+    stream: TrainStream,
 }
 
 impl LamTask {
@@ -94,7 +94,7 @@ impl LamTask {
         let m = &cfg.model;
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
-        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
         Ok(LamTask {
             device,
             model,
@@ -104,7 +104,7 @@ impl LamTask {
             cfg: cfg.clone(),
             train_data,
             val_data,
-            loader,
+            stream,
         })
     }
 
@@ -236,7 +236,7 @@ impl TrainTask for LamTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = next_batch(&mut self.loader)?;
+        let batch = self.stream.next()?;
         let videos = videos(&batch, &self.device); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
         let out = self.model.forward_train(videos, &streams).map_err(model_err)?;
@@ -326,13 +326,13 @@ impl TrainTask for LamTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        state.loader = Some(self.loader.position());
+        self.stream.save(state);
         save_dead_code_counters(state, LAST_ACTIVE_KEY, &self.tracker);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        self.stream.restore(checkpoint)?;
         restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)
     }
 }

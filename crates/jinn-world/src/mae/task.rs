@@ -12,8 +12,7 @@
 //! reconstruction), `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
 
 use crate::data::{
-    first_clip, loader_config, model_err, next_batch, open_splits, resume_loader, to_u8, val_loader, videos,
-    write_step_gif,
+    first_clip, model_err, next_batch, open_splits, to_u8, val_loader, videos, write_step_gif, TrainStream,
 };
 use crate::mae::{MaeOutput, MaeTokenizer};
 use crate::tokenizer::task::TokenizerRunConfig;
@@ -23,7 +22,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
-use jinn_data::loader::{Batch, Loader};
+use jinn_data::loader::Batch;
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, SampleStreams};
 use jinn_data::FrameShape;
@@ -41,7 +40,7 @@ pub struct MaeTask {
     cfg: TokenizerRunConfig,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
-    loader: Loader,
+    stream: TrainStream,
 }
 
 /// Running sums of per-forward metrics.
@@ -96,8 +95,8 @@ impl MaeTask {
         let m = &cfg.model;
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
-        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
-        Ok(MaeTask { device, model, cfg: cfg.clone(), train_data, val_data, loader })
+        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
+        Ok(MaeTask { device, model, cfg: cfg.clone(), train_data, val_data, stream })
     }
 
     /// Build the model from `cfg.model` with its initialisation seeded from the run seed, on
@@ -129,7 +128,7 @@ impl TrainTask for MaeTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = next_batch(&mut self.loader)?;
+        let batch = self.stream.next()?;
         let precision = self.cfg.train.precision;
         let x = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "mae-mask", ctx.first_sample, batch.batch_size);
@@ -169,12 +168,12 @@ impl TrainTask for MaeTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        state.loader = Some(self.loader.position());
+        self.stream.save(state);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        self.stream.restore(checkpoint)?;
         Ok(())
     }
 }

@@ -23,15 +23,14 @@
 //! a step each time).
 
 use crate::data::{
-    self, loader_config, model_err, next_batch, open_splits, restore_dead_code_counters, resume_loader,
-    save_dead_code_counters, val_loader, videos, DataConfig,
+    self, model_err, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters,
+    val_loader, videos, DataConfig, TrainStream,
 };
 use crate::tokenizer::eval::{evaluate, write_recon_gif, Sums};
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TOKENIZER_KIND};
 use burn::module::Module;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
-use jinn_data::loader::Loader;
 use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
@@ -80,7 +79,7 @@ pub struct TokenizerTask {
     step_usage: Option<CodeUsage>,
     train_data: Arc<Dataset>,
     val_data: Option<Arc<Dataset>>,
-    loader: Loader,
+    stream: TrainStream,
 }
 
 impl TokenizerTask {
@@ -90,7 +89,7 @@ impl TokenizerTask {
         cfg.train.validate()?;
         cfg.train.precision.ensure_supported(&device)?;
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
-        let loader = Loader::new(train_data.clone(), loader_config(&cfg.train, &cfg.data))?;
+        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
         Ok(TokenizerTask {
             device,
             model,
@@ -100,7 +99,7 @@ impl TokenizerTask {
             cfg: cfg.clone(),
             train_data,
             val_data,
-            loader,
+            stream,
         })
     }
 
@@ -142,7 +141,7 @@ impl TrainTask for TokenizerTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = next_batch(&mut self.loader)?;
+        let batch = self.stream.next()?;
         // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
         let precision = self.cfg.train.precision;
         let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
@@ -205,7 +204,7 @@ impl TrainTask for TokenizerTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        state.loader = Some(self.loader.position());
+        self.stream.save(state);
         if let Some(tracker) = &self.tracker {
             save_dead_code_counters(state, LAST_ACTIVE_KEY, tracker);
         }
@@ -213,7 +212,7 @@ impl TrainTask for TokenizerTask {
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.loader = resume_loader(checkpoint, self.train_data.clone(), &self.cfg.train, &self.cfg.data)?;
+        self.stream.restore(checkpoint)?;
         if let Some(tracker) = &mut self.tracker {
             restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, tracker)?;
         }
