@@ -31,6 +31,7 @@ impl TokenizerConfig {
     /// tokenizer.
     pub fn init_mae(&self, device: &Device) -> Result<MaeTokenizer, NnError> {
         self.expect_kind(TokenizerKind::Mae)?;
+        self.refuse_other_kinds_fields()?;
         if !(0.0..1.0).contains(&self.max_mask_ratio) {
             return Err(NnError::InvalidConfig {
                 field: "max_mask_ratio",

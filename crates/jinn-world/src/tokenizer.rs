@@ -142,6 +142,7 @@ impl TokenizerConfig {
     /// [`TokenizerConfig::init_mae`]).
     pub fn init(&self, device: &Device) -> Result<Tokenizer, NnError> {
         self.expect_kind(TokenizerKind::Vq)?;
+        self.refuse_other_kinds_fields()?;
         let grid = self.grid()?;
         if !(self.vq_beta.is_finite() && self.vq_beta >= 0.0) {
             return Err(NnError::InvalidConfig {
@@ -174,6 +175,30 @@ impl TokenizerConfig {
             });
         }
         Ok(())
+    }
+
+    /// An error naming the first field this config's kind does not read but that is set away
+    /// from its default (a VQ-only field in an MAE config, or the reverse): a value that would
+    /// silently do nothing is a mistake in the config.
+    pub fn refuse_other_kinds_fields(&self) -> Result<(), NnError> {
+        let d = TokenizerConfig::default();
+        let unread: Vec<(&'static str, bool)> = match self.kind {
+            TokenizerKind::Vq => vec![("max_mask_ratio", self.max_mask_ratio != d.max_mask_ratio)],
+            TokenizerKind::Mae => vec![
+                ("num_codes", self.num_codes != d.num_codes),
+                ("codebook_dropout", self.codebook_dropout != d.codebook_dropout),
+                ("vq_beta", self.vq_beta != d.vq_beta),
+                ("reset_threshold", self.reset_threshold != d.reset_threshold),
+                ("remat", self.remat != d.remat),
+            ],
+        };
+        match unread.into_iter().find(|(_, set)| *set) {
+            Some((field, _)) => Err(NnError::InvalidConfig {
+                field,
+                reason: format!("a `{}` tokenizer does not use it; remove it from the config", self.kind),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The encoder: patches `P` → latents `L`, spatial full / temporal causal (as

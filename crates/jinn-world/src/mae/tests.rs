@@ -89,6 +89,18 @@ fn kinds_are_checked_and_parameter_count_matches_jasmine() {
     assert!(tiny_mae().init(&device).unwrap_err().to_string().contains("`mae` tokenizer config"));
     let bad = TokenizerConfig { max_mask_ratio: 1.0, ..tiny_mae() };
     assert!(bad.init_mae(&device).unwrap_err().to_string().contains("max_mask_ratio"));
+    // A field of the other kind, set away from its default, would do nothing: refused by name.
+    for (bad, field) in [
+        (TokenizerConfig { num_codes: 64, ..tiny_mae() }, "num_codes"),
+        (TokenizerConfig { codebook_dropout: 0.0, ..tiny_mae() }, "codebook_dropout"),
+        (TokenizerConfig { reset_threshold: 5, ..tiny_mae() }, "reset_threshold"),
+        (TokenizerConfig { remat: true, ..tiny_mae() }, "remat"),
+    ] {
+        let err = bad.init_mae(&device).unwrap_err().to_string();
+        assert!(err.contains(field) && err.contains("does not use it"), "{err}");
+    }
+    let vq = TokenizerConfig { kind: TokenizerKind::Vq, max_mask_ratio: 0.5, ..tiny_mae() };
+    assert!(vq.init(&device).unwrap_err().to_string().contains("max_mask_ratio"));
     // Jasmine's TokenizerMAE at its defaults: 34,457,696 parameters.
     let mae =
         TokenizerConfig { kind: TokenizerKind::Mae, ..TokenizerConfig::default() }.init_mae(&device).unwrap();
