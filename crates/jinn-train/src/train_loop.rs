@@ -5,8 +5,8 @@
 //!
 //! **Exact resume.** A run stopped after a checkpoint at step `s` and resumed produces the
 //! same parameters as the uninterrupted run, bit for bit on the CPU backend, provided the
-//! task (a) draws every random number from `(seed, step, purpose)` via
-//! [`jinn_data::rng`], (b) restores its loader position from the checkpoint, and (c) keeps
+//! task (a) draws every random number from `(seed, purpose, step)` or, inside a step, from
+//! `(seed, purpose, global sample index)` via [`jinn_data::rng`], (b) restores its loader position from the checkpoint, and (c) keeps
 //! no other state across steps outside the checkpoint (put such state in
 //! [`TrainState::extra`]). The loop itself is a pure function of the step.
 //!
