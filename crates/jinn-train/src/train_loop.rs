@@ -219,6 +219,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     }
 
     let mut updater = Updater::new(task, &train.optim)?;
+    let on_cpu = runs_on_cpu(task.model());
     let (mut step, skipped) = if opts.resume {
         let found = latest_good(&opts.run_dir)?;
         match found.checkpoint {
@@ -265,8 +266,9 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
         let ctx = StepContext::new(train, step, every(train.log_every, step + 1) || step + 1 == end);
         let started = Instant::now();
         let mut metrics = {
-            // The other pool threads poll for the step's parallel ops instead of sleeping.
-            let _warm = WarmPool::new();
+            // On the CPU the other pool threads poll for the step's parallel ops instead of
+            // sleeping; a GPU run leaves them asleep.
+            let _warm = on_cpu.then(WarmPool::new);
             updater.step(task, &ctx)?
         };
         let step_time = started.elapsed();
@@ -312,6 +314,12 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     let summary = RunSummary { start_step, end_step: step, skipped_checkpoints: skipped };
     observer.on_finish(&summary);
     Ok(summary)
+}
+
+/// Whether every parameter of `model` lives on the CPU backend (the device the warm pool and
+/// the other CPU thread policy are for).
+pub fn runs_on_cpu<M: Module>(model: &M) -> bool {
+    model.devices().iter().all(|d| d.clone().without_autodiff() == burn::tensor::Device::flex())
 }
 
 /// Replace `metrics` by their means over the ranks of `group`. Every rank must log the same

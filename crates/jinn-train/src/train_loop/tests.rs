@@ -331,3 +331,13 @@ fn observer_sees_every_step_validation_and_the_end() {
     let loss7 = logged.iter().find(|r| r.split == "train" && r.step == 7).unwrap().metrics["loss"];
     assert_eq!(loss7, rec.steps[0].3);
 }
+
+#[test]
+fn a_model_on_the_cpu_backend_is_on_the_cpu() {
+    assert!(runs_on_cpu(&Regression::new(1).model), "autodiff over the CPU backend");
+    let plain = Linear {
+        weight: Param::from_data(TensorData::new(vec![0.5f32; 3], [3, 1]), &Device::flex()),
+        bias: None,
+    };
+    assert!(runs_on_cpu(&plain));
+}

@@ -13,7 +13,7 @@ use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_nn::warm_pool::WarmPool;
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{StepContext, TrainTask, Updater};
+use jinn_train::train_loop::{runs_on_cpu, StepContext, TrainTask, Updater};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -153,13 +153,14 @@ fn time_steps<T: TrainTask>(
     let macs = task.step_macs();
     let mut times = Vec::with_capacity(a.steps as usize);
     let mut updater = Updater::new(&task, &train.optim)?;
+    let on_cpu = runs_on_cpu(task.model());
     for step in 0..total {
         // Not logged, as on the training steps between two logs (all but one in `log_every`).
         let ctx = StepContext::new(train, step, false);
         let t = Instant::now();
         let metrics = {
-            // As in the training loop: the other pool threads poll instead of sleeping.
-            let _warm = WarmPool::new();
+            // As in the training loop: on the CPU the other pool threads poll instead of sleeping.
+            let _warm = on_cpu.then(WarmPool::new);
             updater.step(&mut task, &ctx)?
         };
         let ms = t.elapsed().as_secs_f64() * 1e3;
