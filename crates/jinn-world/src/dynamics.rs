@@ -98,6 +98,12 @@ pub struct DynamicsConfig {
     /// objects of a game — its ball — are a few tokens per frame against a static scene; a
     /// weight above 1 spends the loss on them.
     pub changed_token_weight: f64,
+    /// MaskGIT only: every token slot of frame `t` also receives a learned embedding of the
+    /// token at the same position in frame `t − 1` (not in Jasmine). Training masks each frame
+    /// with ratio `p ≥ mask_limit`, so without it a masked frame rarely sees the previous
+    /// frames' ball tokens that fix where the ball goes next, while at sampling the context
+    /// is always whole; with it every masked frame sees its predecessor whole, as in a rollout.
+    pub previous_frame_input: bool,
 }
 
 impl Default for DynamicsConfig {
@@ -115,6 +121,7 @@ impl Default for DynamicsConfig {
             denoise_steps: 64,
             lam_code_embedding: false,
             changed_token_weight: 1.0,
+            previous_frame_input: false,
         }
     }
 }
@@ -148,6 +155,12 @@ impl DynamicsConfig {
                 reason: format!("must be a positive number, got {}", self.changed_token_weight),
             });
         }
+        if self.previous_frame_input && self.kind != DynamicsKind::MaskGit {
+            return Err(NnError::InvalidConfig {
+                field: "previous_frame_input",
+                reason: format!("is a MaskGIT input; {:?} dynamics take none", self.kind),
+            });
+        }
         if num_codes == 0 || action_dim == 0 {
             return Err(NnError::InvalidConfig {
                 field: "num_codes/action_dim",
@@ -159,6 +172,9 @@ impl DynamicsConfig {
         let std = 1.0 / (m as f64).sqrt();
         let token_embed = lazy_param([v, m], device, move |dev| {
             Tensor::random([v, m], Distribution::Normal(0.0, std), dev)
+        });
+        let previous_embed = self.previous_frame_input.then(|| {
+            lazy_param([v, m], device, move |dev| Tensor::random([v, m], Distribution::Normal(0.0, std), dev))
         });
         let bound = 3f64.sqrt();
         let mask_token = (!causal).then(|| {
@@ -180,6 +196,7 @@ impl DynamicsConfig {
         };
         Ok(Dynamics {
             token_embed,
+            previous_embed,
             mask_token,
             action_up: linear(action_dim, m, device),
             transformer,
@@ -197,6 +214,9 @@ impl DynamicsConfig {
 pub struct Dynamics {
     /// Token embedding `[V, M]`.
     pub token_embed: Param<Tensor<2>>,
+    /// Embedding `[V, M]` of the previous frame's token at each position
+    /// (`previous_frame_input`).
+    pub previous_embed: Option<Param<Tensor<2>>>,
     /// Learned mask token `[M]` (MaskGIT only).
     pub mask_token: Option<Param<Tensor<1>>>,
     /// Action projection `La → M`.
@@ -269,6 +289,7 @@ impl Dynamics {
         let [b, t, n] = tokens.dims();
         self.check_inputs([b, t, n], &actions, mask.as_ref())?;
         let m = self.token_embed.shape().dims::<2>()[1];
+        let tokens_all = tokens.clone();
         let emb = self.token_embed.val().select(0, tokens.reshape([b * t * n])).reshape([b, t, n, m]); // [b, t, n, m]
         let emb = match (&self.mask_token, mask) {
             (Some(token), Some(mask)) => {
@@ -277,6 +298,10 @@ impl Dynamics {
             }
             _ => emb,
         };
+        let emb = match self.previous_frame_rows(&tokens_all) {
+            Some(previous) => emb + previous, // [b, t, n, m]
+            None => emb,
+        };
         let slot = self.action_slot(actions, [b, t, m]); // [b, t, 1, m]
         let x = Tensor::cat(vec![slot, emb], 2); // [b, t, n+1, m]
         let out = self.transformer.head(backbone(self.transformer.stem(x))); // [b, t, n+1, v]
@@ -284,6 +309,22 @@ impl Dynamics {
         // MaskGIT reads slots 1..=N (the tokens); causal reads slots 0..N (slot n sees ≤ n).
         let first = if self.causal { 0 } else { 1 };
         Ok(out.slice([0..b, 0..t, first..first + n, 0..v])) // [b, t, n, v]
+    }
+
+    /// The previous-frame input of every slot `[B, T, N, M]` for `tokens` `[B, T, N]`: row
+    /// `(t, n)` embeds token `(t − 1, n)`, zero for frame 0 (`None` without
+    /// `previous_frame_input`).
+    pub fn previous_frame_rows(&self, tokens: &Tensor<3, Int>) -> Option<Tensor<4>> {
+        let table = self.previous_embed.as_ref()?.val(); // [v, m]
+        let [b, t, n] = tokens.dims();
+        let m = table.dims()[1];
+        let first = Tensor::<4>::zeros([b, 1, n, m], &table.device()); // [b, 1, n, m]
+        if t == 1 {
+            return Some(first);
+        }
+        let earlier = tokens.clone().slice([0..b, 0..t - 1, 0..n]).reshape([b * (t - 1) * n]);
+        let rows = table.select(0, earlier).reshape([b, t - 1, n, m]); // [b, t−1, n, m]
+        Some(Tensor::cat(vec![first, rows], 1)) // [b, t, n, m]
     }
 
     /// The action slot `[B, T, 1, M]` ([`action_slots`]).

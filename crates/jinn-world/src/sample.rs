@@ -193,7 +193,8 @@ struct State<'a> {
 
 /// Transformer inputs already passed through the stem (cached path only).
 struct StemmedInputs {
-    /// Stemmed token embeddings, then the stemmed mask token (MaskGIT) `[V(+1), M]`.
+    /// Stemmed token embeddings, then the stemmed mask token (MaskGIT) `[V(+1), M]` (raw,
+    /// not stemmed, for a model with a previous-frame input).
     table: Tensor<2>,
     /// The stemmed action slot of the current frame `[B, 1, M]`.
     action: Option<Tensor<3>>,
@@ -209,7 +210,11 @@ impl StemmedInputs {
             }
             None => dynamics.token_embed.val(), // [v, m]
         };
-        StemmedInputs { table: stem_rows(&dynamics.transformer, rows), action: None }
+        // With a previous-frame input the stem (it starts with a layer norm) runs per pass on
+        // the sum of the two embeddings, so the table keeps the raw rows.
+        let table =
+            if dynamics.previous_embed.is_some() { rows } else { stem_rows(&dynamics.transformer, rows) };
+        StemmedInputs { table, action: None }
     }
 }
 
@@ -244,9 +249,28 @@ impl State<'_> {
         }
         let m = inputs.table.dims()[1];
         let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [b * n]), &self.device);
-        let rows = inputs.table.clone().select(0, ids).reshape([b, n, m]); // [b, n, m]
+        let rows = inputs.table.clone().select(0, ids); // [b·n, m]
+        let rows = match self.previous_frame_input(f) {
+            Some(previous) => stem_rows(&self.dynamics.transformer, rows + previous), // [b·n, m]
+            None => rows,
+        }
+        .reshape([b, n, m]); // [b, n, m]
         let action = inputs.action.clone().expect("start_frame ran"); // [b, 1, m]
         Tensor::cat(vec![action, rows], 1) // [b, n+1, m]
+    }
+
+    /// The previous-frame input of frame `f`'s token slots `[B·N, M]` (zero for frame 0), for a
+    /// model that takes one.
+    fn previous_frame_input(&self, f: usize) -> Option<Tensor<2>> {
+        let table = self.dynamics.previous_embed.as_ref()?.val(); // [v, m]
+        let [b, _, n] = self.dims;
+        let m = table.dims()[1];
+        if f == 0 {
+            return Some(Tensor::zeros([b * n, m], &self.device));
+        }
+        let ids =
+            Tensor::<1, Int>::from_data(TensorData::new(self.frame_tokens(f - 1), [b * n]), &self.device);
+        Some(table.select(0, ids)) // [b·n, m]
     }
 
     /// The stemmed slot `pos` of frame `f` for causal decoding `[B, 1, M]`: the action slot

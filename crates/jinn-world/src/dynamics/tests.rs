@@ -19,6 +19,7 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
         denoise_steps: 8,
         lam_code_embedding: false,
         changed_token_weight: 1.0,
+        previous_frame_input: false,
     }
 }
 
@@ -246,4 +247,43 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
         eprintln!("{kind:?} overfit: CE {first} → {last}");
         assert!(last * 4.0 <= first, "{kind:?}: CE {first} → {last}");
     }
+}
+
+#[test]
+fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
+    let device = Device::flex();
+    let cfg = DynamicsConfig { previous_frame_input: true, ..tiny(DynamicsKind::MaskGit) };
+    let model = cfg.init(11, 4, &device).unwrap();
+    let (b, t, n, v) = (1, 3, 4, 11);
+    let base = random_tokens([b, t, n], v, 8);
+    let actions = Tensor::<3>::random([b, t - 1, 4], Distribution::Normal(0.0, 1.0), &device);
+    // Frames 1 and 2 wholly masked: only frame 0 is visible as a frame.
+    let mut mask = vec![true; t * n];
+    mask[..n].fill(false);
+    let run = |toks: &[i64]| {
+        let m = maskgit::mask_tensor(&mask, [b, t, n], &device);
+        floats(model.logits(tokens(toks, [b, t, n], &device), actions.clone(), Some(m)).unwrap())
+    };
+    let y = run(&base);
+    // A masked token of frame 1 is hidden from frame 1 but reaches frame 2 as its predecessor.
+    let mut other = base.clone();
+    other[n + 2] = (other[n + 2] + 3) % v as i64;
+    let y1 = run(&other);
+    assert_eq!(y[..2 * n * v], y1[..2 * n * v], "frames 0..1 do not see their own masked tokens");
+    assert_ne!(y[2 * n * v..], y1[2 * n * v..], "frame 2 sees frame 1's tokens whole");
+    // Frame 2's own tokens stay hidden, and nothing later reaches earlier frames.
+    let mut later = base.clone();
+    later[2 * n + 1] = (later[2 * n + 1] + 5) % v as i64;
+    assert_eq!(run(&later), y);
+    // Without the input, the same change of a masked frame-1 token reaches nothing.
+    let plain = tiny(DynamicsKind::MaskGit).init(11, 4, &device).unwrap();
+    let m = maskgit::mask_tensor(&mask, [b, t, n], &device);
+    let p0 =
+        floats(plain.logits(tokens(&base, [b, t, n], &device), actions.clone(), Some(m.clone())).unwrap());
+    let p1 = floats(plain.logits(tokens(&other, [b, t, n], &device), actions.clone(), Some(m)).unwrap());
+    assert_eq!(p0, p1);
+    // A MaskGIT input only.
+    let causal = DynamicsConfig { previous_frame_input: true, ..tiny(DynamicsKind::Causal) };
+    let err = causal.init(11, 4, &device).unwrap_err().to_string();
+    assert!(err.contains("previous_frame_input"), "{err}");
 }

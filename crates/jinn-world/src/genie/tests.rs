@@ -40,6 +40,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         denoise_steps: 8,
         lam_code_embedding: false,
         changed_token_weight: 1.0,
+        previous_frame_input: false,
     }
 }
 

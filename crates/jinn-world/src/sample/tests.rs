@@ -7,7 +7,17 @@ fn tiny(kind: DynamicsKind) -> Dynamics {
 }
 
 fn tiny_with(kind: DynamicsKind, reversible: bool) -> Dynamics {
-    let cfg = DynamicsConfig {
+    tiny_from(tiny_config(kind, reversible))
+}
+
+fn tiny_from(cfg: DynamicsConfig) -> Dynamics {
+    let device = Device::flex();
+    device.seed(7);
+    cfg.init(32, 4, &device).unwrap()
+}
+
+fn tiny_config(kind: DynamicsKind, reversible: bool) -> DynamicsConfig {
+    DynamicsConfig {
         kind,
         model_dim: 16,
         ffn_dim: 32,
@@ -20,10 +30,8 @@ fn tiny_with(kind: DynamicsKind, reversible: bool) -> Dynamics {
         denoise_steps: 8,
         lam_code_embedding: false,
         changed_token_weight: 1.0,
-    };
-    let device = Device::flex();
-    device.seed(7);
-    cfg.init(32, 4, &device).unwrap()
+        previous_frame_input: false,
+    }
 }
 
 /// Context `[B, C, N]` of random tokens and actions `[B, S−1, 4]`.
@@ -42,7 +50,11 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 fn cached_vs_uncached(kind: DynamicsKind, argmax: bool) {
-    let model = tiny(kind);
+    cached_vs_uncached_of(tiny(kind), argmax);
+}
+
+fn cached_vs_uncached_of(model: Dynamics, argmax: bool) {
+    let kind = model.kind();
     let (context, actions) = inputs(2, 2, 5, 5, 1);
     let cfg = SamplerConfig { maskgit_steps: 4, argmax, seed: 3, ..Default::default() };
     let cached = sample(&model, context.clone(), actions.clone(), 5, &cfg).unwrap();
@@ -63,6 +75,13 @@ fn causal_cached_logits_equal_uncached() {
 fn maskgit_cached_logits_equal_uncached() {
     cached_vs_uncached(DynamicsKind::MaskGit, true);
     cached_vs_uncached(DynamicsKind::MaskGit, false);
+}
+
+#[test]
+fn previous_frame_input_cached_logits_equal_uncached() {
+    let cfg = DynamicsConfig { previous_frame_input: true, ..tiny_config(DynamicsKind::MaskGit, false) };
+    cached_vs_uncached_of(tiny_from(cfg.clone()), true);
+    cached_vs_uncached_of(tiny_from(cfg), false);
 }
 
 #[test]
