@@ -22,6 +22,9 @@ use jinn_world::{
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
 
+/// Loads a run config from a TOML file (built-in defaults without one) and `--set` overrides.
+pub type LoadConfig = fn(Option<&Path>, &[String]) -> anyhow::Result<Box<dyn RunConfig>>;
+
 /// One registry row.
 pub struct TaskEntry {
     /// `jinn train NAME`, the demo's stage `NAME`, `jinn bench train --task NAME`.
@@ -30,7 +33,7 @@ pub struct TaskEntry {
     pub kind: &'static str,
     /// Load the task's run config from a TOML file (built-in defaults without one) and
     /// `--set KEY=VALUE` overrides.
-    pub load: fn(Option<&Path>, &[String]) -> anyhow::Result<Box<dyn RunConfig>>,
+    pub load: LoadConfig,
     /// Build the task from its run config (of this row's task and kind) and the inputs.
     pub build: fn(&dyn RunConfig, &TaskInputs<'_>) -> anyhow::Result<Built>,
 }

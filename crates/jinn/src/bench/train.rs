@@ -225,12 +225,7 @@ pub(crate) fn generate_data(
     cfg: &jinn_world::TokenizerRunConfig,
     dir: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let m = &cfg.model;
-    generate_clips(
-        FrameShape { height: m.height, width: m.width, channels: m.channels },
-        cfg.data.seq_len,
-        dir,
-    )
+    generate_clips(cfg.model.coder().frames(), cfg.data.seq_len, dir)
 }
 
 /// A small breakout dataset (train split only) of `frame`-sized frames, with episodes long

@@ -43,11 +43,10 @@ impl RunConfig for TokenizerRunConfig {
         &mut self.train
     }
     fn kind(&self) -> String {
-        self.model.kind.to_string()
+        self.model.kind().to_string()
     }
     fn frames(&self) -> Option<FrameShape> {
-        let m = &self.model;
-        Some(FrameShape { height: m.height, width: m.width, channels: m.channels })
+        Some(self.model.coder().frames())
     }
     fn seq_len(&self) -> usize {
         self.data.seq_len

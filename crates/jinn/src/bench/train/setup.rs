@@ -145,18 +145,22 @@ fn describe(cfg: &dyn RunConfig) -> String {
 
 /// One line describing a tokenizer architecture.
 fn describe_tokenizer(m: &TokenizerConfig) -> String {
+    let c = m.coder();
+    let latents = match m {
+        TokenizerConfig::Vq(vq) => format!("{} codes", vq.num_codes),
+        TokenizerConfig::Mae(_) => format!("MAE latent {}", c.latent_dim),
+    };
     format!(
-        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {} codes",
-        m.height,
-        m.width,
-        m.channels,
-        m.patch,
-        m.model_dim,
-        m.ffn_dim,
-        m.num_heads,
-        m.encoder_blocks,
-        m.decoder_blocks,
-        m.num_codes
+        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {latents}",
+        c.height,
+        c.width,
+        c.channels,
+        c.patch,
+        c.model_dim,
+        c.ffn_dim,
+        c.num_heads,
+        c.encoder_blocks,
+        c.decoder_blocks,
     )
 }
 
