@@ -35,82 +35,49 @@ pub trait RunConfig: Any {
     fn as_any(&self) -> &dyn Any;
 }
 
-impl RunConfig for TokenizerRunConfig {
-    fn train(&self) -> &TrainConfig {
-        &self.train
-    }
-    fn train_mut(&mut self) -> &mut TrainConfig {
-        &mut self.train
-    }
-    fn kind(&self) -> String {
-        self.model.kind().to_string()
-    }
-    fn frames(&self) -> Option<FrameShape> {
-        Some(self.model.coder().frames())
-    }
-    fn seq_len(&self) -> usize {
-        self.data.seq_len
-    }
-    fn to_json(&self) -> serde_json::Value {
-        jinn_train::config::to_json(self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl RunConfig for LamRunConfig {
-    fn train(&self) -> &TrainConfig {
-        &self.train
-    }
-    fn train_mut(&mut self) -> &mut TrainConfig {
-        &mut self.train
-    }
-    fn kind(&self) -> String {
-        "lam".into()
-    }
-    fn frames(&self) -> Option<FrameShape> {
-        let m = &self.model;
-        Some(FrameShape { height: m.height, width: m.width, channels: m.channels })
-    }
-    fn seq_len(&self) -> usize {
-        self.data.seq_len
-    }
-    fn to_json(&self) -> serde_json::Value {
-        jinn_train::config::to_json(self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl RunConfig for DynamicsRunConfig {
-    fn train(&self) -> &TrainConfig {
-        &self.train
-    }
-    fn train_mut(&mut self) -> &mut TrainConfig {
-        &mut self.train
-    }
-    fn kind(&self) -> String {
-        // The kind's name as configs spell it (`maskgit`, `causal`, `diffusion`).
-        match jinn_train::config::to_json(&self.model.kind) {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
+/// [`RunConfig`] for a run config type with `train` and `data` sections, given how it names
+/// its kind and frames.
+macro_rules! run_config {
+    ($config:ty, kind: |$k:ident| $kind:expr, frames: |$f:ident| $frames:expr) => {
+        impl RunConfig for $config {
+            fn train(&self) -> &TrainConfig {
+                &self.train
+            }
+            fn train_mut(&mut self) -> &mut TrainConfig {
+                &mut self.train
+            }
+            fn kind(&self) -> String {
+                let $k = self;
+                $kind
+            }
+            fn frames(&self) -> Option<FrameShape> {
+                let $f = self;
+                $frames
+            }
+            fn seq_len(&self) -> usize {
+                self.data.seq_len
+            }
+            fn to_json(&self) -> serde_json::Value {
+                jinn_train::config::to_json(self)
+            }
+            fn as_any(&self) -> &dyn Any {
+                self
+            }
         }
-    }
-    fn frames(&self) -> Option<FrameShape> {
-        None
-    }
-    fn seq_len(&self) -> usize {
-        self.data.seq_len
-    }
-    fn to_json(&self) -> serde_json::Value {
-        jinn_train::config::to_json(self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    };
 }
+
+run_config!(TokenizerRunConfig, kind: |c| c.model.kind().to_string(), frames: |c| Some(c.model.coder().frames()));
+run_config!(LamRunConfig, kind: |_c| "lam".into(), frames: |c| {
+    let m = &c.model;
+    Some(FrameShape { height: m.height, width: m.width, channels: m.channels })
+});
+// The dynamics kind as configs spell it (`maskgit`, `causal`, `diffusion`); the frames come
+// from the tokenizer run.
+run_config!(DynamicsRunConfig, kind: |c| match jinn_train::config::to_json(&c.model.kind) {
+    serde_json::Value::String(s) => s,
+    other => other.to_string(),
+}, frames: |_c| None);
 
 /// What `jinn train` and `jinn bench train` do with a built task, for every model alike.
 pub trait AnyTask {
