@@ -109,7 +109,9 @@ fn first_difference(
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            keys.into_iter().find_map(|k| {
+            // A section's `kind` decides which other keys it has: a differing kind comes first.
+            let (kind, rest): (Vec<&String>, Vec<&String>) = keys.into_iter().partition(|k| *k == "kind");
+            kind.into_iter().chain(rest).find_map(|k| {
                 let (va, vb) = (x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null));
                 first_difference(&format!("{path}.{k}"), va, vb)
             })

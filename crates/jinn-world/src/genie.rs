@@ -81,11 +81,12 @@ impl GenieConfig {
     pub fn init(&self, device: &Device) -> std::result::Result<Genie, NnError> {
         let t = &self.tokenizer;
         let (lam, action_embed) = self.actions.init_source(t, self.dynamics.lam_code_embedding, device)?;
+        let vq = t.vq()?;
         Ok(Genie {
-            tokenizer: t.init(device)?.no_grad(),
+            tokenizer: vq.init(device)?.no_grad(),
             lam,
             action_embed,
-            dynamics: self.dynamics.init(t.num_codes, self.action_dim(), device)?,
+            dynamics: self.dynamics.init(vq.num_codes, self.action_dim(), device)?,
         })
     }
 
@@ -156,6 +157,7 @@ fn embedding_table(k: usize, la: usize, device: &Device) -> std::result::Result<
 
 /// The LAM must see the tokenizer's frames.
 fn check_lam_fits(lam: &LamConfig, t: &TokenizerConfig) -> std::result::Result<(), NnError> {
+    let t = t.coder();
     if (lam.height, lam.width, lam.channels) != (t.height, t.width, t.channels) {
         return Err(NnError::InvalidConfig {
             field: "lam.height/width/channels",
@@ -362,7 +364,8 @@ pub fn component_checkpoint<C: DeserializeOwned>(run_dir: &Path, kind: &str) -> 
 /// run is an error that says so.
 pub fn load_tokenizer(run_dir: &Path, device: &Device) -> Result<(Tokenizer, TokenizerConfig)> {
     let (ckpt, cfg) = tokenizer_checkpoint(run_dir, TokenizerKind::Vq)?;
-    let model = cfg.init(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    let model = cfg.vq().and_then(|c| c.init(device));
+    let model = model.map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
     Ok((ckpt.load_model(model)?, cfg))
 }
 
@@ -370,14 +373,15 @@ pub fn load_tokenizer(run_dir: &Path, device: &Device) -> Result<(Tokenizer, Tok
 /// that says so.
 pub fn load_mae_tokenizer(run_dir: &Path, device: &Device) -> Result<(MaeTokenizer, TokenizerConfig)> {
     let (ckpt, cfg) = tokenizer_checkpoint(run_dir, TokenizerKind::Mae)?;
-    let model = cfg.init_mae(device).map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
+    let model = cfg.mae().and_then(|c| c.init(device));
+    let model = model.map_err(|e| TrainError::checkpoint(&ckpt.dir, e.to_string()))?;
     Ok((ckpt.load_model(model)?, cfg))
 }
 
 /// A tokenizer run's newest good checkpoint, which must hold a tokenizer of `kind`.
 fn tokenizer_checkpoint(run_dir: &Path, kind: TokenizerKind) -> Result<(Checkpoint, TokenizerConfig)> {
     let (ckpt, cfg) = component_checkpoint::<TokenizerConfig>(run_dir, TOKENIZER_KIND)?;
-    if cfg.kind != kind {
+    if cfg.kind() != kind {
         let needs = match kind {
             TokenizerKind::Vq => {
                 "MaskGIT and causal dynamics need a VQ tokenizer (jinn train tokenizer --kind vq)"
@@ -388,7 +392,7 @@ fn tokenizer_checkpoint(run_dir: &Path, kind: TokenizerKind) -> Result<(Checkpoi
         };
         return Err(TrainError::checkpoint(
             &ckpt.dir,
-            format!("holds a `{}` tokenizer (model.kind); {needs}", cfg.kind),
+            format!("holds a `{}` tokenizer (model.kind); {needs}", cfg.kind()),
         ));
     }
     Ok((ckpt, cfg))

@@ -36,11 +36,12 @@ pub use genie::{
 pub use lam::task::{LamRunConfig, LamTask};
 pub use lam::{CodeAssignment, Lam, LamConfig, LamOutput};
 pub use mae::task::MaeTask;
-pub use mae::{MaeOutput, MaeTokenizer};
+pub use mae::{MaeConfig, MaeOutput, MaeTokenizer};
 pub use sample::{sample, Rollout, SamplerConfig};
 pub use tokenizer::task::{TokenizerRunConfig, TokenizerTask};
 pub use tokenizer::{
-    frames_to_unit, Tokenizer, TokenizerConfig, TokenizerKind, TokenizerOutput, TOKENIZER_KIND,
+    frames_to_unit, CoderConfig, Tokenizer, TokenizerConfig, TokenizerKind, TokenizerOutput, VqConfig,
+    TOKENIZER_KIND,
 };
 pub use world_eval::{WorldEval, WorldEvalConfig, WorldMetrics};
 pub use world_model::{load_world, Encoded, World, WorldModel};

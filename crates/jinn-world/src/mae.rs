@@ -7,54 +7,24 @@
 //! `(−1, 1)` → axial decoder → sigmoid → unpatchify `[B, T, H, W, C]`. The loss is the MSE over
 //! every pixel (masked and visible patches alike).
 //!
-//! Built from a [`TokenizerConfig`] with `kind = "mae"` (same encoder/decoder shapes as the VQ
-//! tokenizer; `num_codes`, `codebook_dropout`, `vq_beta`, `reset_threshold` are unused).
+//! Built from a [`MaeConfig`] (`kind = "mae"` in a tokenizer run config; the same
+//! encoder/decoder shapes as the VQ tokenizer, [`crate::tokenizer::CoderConfig`]).
 //! Masks are drawn on the host from a caller-supplied generator ([`draw_patch_mask`]), so
 //! training is reproducible and a resumed run draws the same masks.
 
+pub mod config;
 pub mod task;
 
+pub use config::MaeConfig;
+
 use crate::streams::clip_rngs;
-use crate::tokenizer::{TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
-use burn::tensor::{Bool, Device, Distribution, Tensor, TensorData};
+use burn::tensor::{Bool, Tensor, TensorData};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::activation::sigmoid;
 use jinn_nn::host_mse::mean_squared_error;
-use jinn_nn::init::lazy_param;
 use jinn_nn::{patchify, unpatchify, AxialTransformer, NnError, PatchGrid};
 use rand::Rng;
-
-impl TokenizerConfig {
-    /// Build the MAE tokenizer (`kind = "mae"`; an error otherwise). The mask patch is drawn
-    /// from `U(−√3, √3)` (flax's LeCun uniform with fan_in 1), the transformers as for the VQ
-    /// tokenizer.
-    pub fn init_mae(&self, device: &Device) -> Result<MaeTokenizer, NnError> {
-        self.expect_kind(TokenizerKind::Mae)?;
-        self.refuse_other_kinds_fields()?;
-        if !(0.0..1.0).contains(&self.max_mask_ratio) {
-            return Err(NnError::InvalidConfig {
-                field: "max_mask_ratio",
-                reason: format!("must be in [0, 1), got {}", self.max_mask_ratio),
-            });
-        }
-        let grid = self.grid()?;
-        let p = grid.patch_dim();
-        let bound = 3f64.sqrt();
-        Ok(MaeTokenizer {
-            encoder: self.encoder(p, device)?,
-            decoder: self.decoder(p, device)?,
-            mask_patch: lazy_param([p], device, move |d| {
-                Tensor::random([p], Distribution::Uniform(-bound, bound), d)
-            }),
-            patch: self.patch,
-            height: self.height,
-            width: self.width,
-            channels: self.channels,
-            max_mask_ratio: self.max_mask_ratio,
-        })
-    }
-}
 
 /// The MAE tokenizer (see the module docs).
 #[derive(Module, Debug)]

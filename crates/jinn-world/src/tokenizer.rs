@@ -14,8 +14,13 @@
 /// Model kind stored in tokenizer checkpoints (VQ and MAE alike; `model.kind` tells them apart).
 pub const TOKENIZER_KIND: &str = "tokenizer";
 
+pub mod coder;
+pub mod config;
 pub mod eval;
 pub mod task;
+
+pub use coder::CoderConfig;
+pub use config::{TokenizerConfig, TokenizerKind};
 
 use crate::streams::clip_rngs;
 use burn::module::Module;
@@ -24,40 +29,20 @@ use jinn_data::rng::SampleStreams;
 use jinn_nn::activation::sigmoid;
 use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::{
-    patchify, unpatchify, AxialBlock, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
-    VectorQuantizer, VectorQuantizerConfig, VqOutput,
+    patchify, unpatchify, AxialBlock, AxialTransformer, NnError, PatchGrid, VectorQuantizer,
+    VectorQuantizerConfig, VqOutput,
 };
 use serde::{Deserialize, Serialize};
 
-/// Architecture of a [`Tokenizer`] (the `model` section of a tokenizer run config). Defaults
-/// are Jasmine's (`train_tokenizer_vqvae.py`'s `Args`): 64×64×3 frames, patch 16, width 512, FFN
-/// 2048, 8 heads, 4 + 4 blocks, 1024 codes of dimension 32, codebook dropout 0.01, β 0.25.
+/// Architecture of a VQ [`Tokenizer`] (the `model` section of a tokenizer run config with
+/// `kind = "vq"`, see [`TokenizerConfig`]). Defaults are Jasmine's (`train_tokenizer_vqvae.py`'s
+/// `Args`): the [`CoderConfig`] defaults, 1024 codes, codebook dropout 0.01, β 0.25.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TokenizerConfig {
-    /// `vq` (this module's [`Tokenizer`]) or `mae` (the continuous [`crate::mae::MaeTokenizer`]
-    /// of the diffusion baseline). Stored in every tokenizer checkpoint's config.
-    pub kind: TokenizerKind,
-    /// Frame rows `H`.
-    pub height: usize,
-    /// Frame columns `W`.
-    pub width: usize,
-    /// Frame channels `C`.
-    pub channels: usize,
-    /// Patch side `p` (frames are zero-padded to multiples of it).
-    pub patch: usize,
-    /// Transformer width `M`.
-    pub model_dim: usize,
-    /// FFN hidden width `D`.
-    pub ffn_dim: usize,
-    /// Attention heads (must divide `model_dim`).
-    pub num_heads: usize,
-    /// Encoder axial blocks.
-    pub encoder_blocks: usize,
-    /// Decoder axial blocks.
-    pub decoder_blocks: usize,
-    /// Latent (code) dimension `L`.
-    pub latent_dim: usize,
+#[serde(default)]
+pub struct VqConfig {
+    /// Frames and encoder/decoder shapes (flattened into the section).
+    #[serde(flatten)]
+    pub coder: CoderConfig,
     /// Codebook size `K`.
     pub num_codes: usize,
     /// Codebook dropout rate in training (inverted dropout on the code distances), in `[0, 1)`.
@@ -71,79 +56,27 @@ pub struct TokenizerConfig {
     /// input and recompute the block in the backward pass (less memory, ≈ one more forward of
     /// the blocks). Same gradients; not stored in the weights.
     pub remat: bool,
-    /// MAE only: in training each frame's patches are masked with a ratio drawn from
-    /// `U[0, max_mask_ratio)` (Jasmine 0.9), in `[0, 1)`.
-    pub max_mask_ratio: f64,
 }
 
-/// Which tokenizer a [`TokenizerConfig`] builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenizerKind {
-    /// VQ-VAE: discrete codes (for MaskGIT and causal dynamics).
-    #[default]
-    Vq,
-    /// Masked autoencoder: continuous tanh-bounded latents (for diffusion dynamics).
-    Mae,
-}
-
-impl std::str::FromStr for TokenizerKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "vq" => Ok(TokenizerKind::Vq),
-            "mae" => Ok(TokenizerKind::Mae),
-            other => Err(format!("unknown tokenizer kind `{other}`; expected `vq` or `mae`")),
-        }
-    }
-}
-
-impl std::fmt::Display for TokenizerKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            TokenizerKind::Vq => "vq",
-            TokenizerKind::Mae => "mae",
-        })
-    }
-}
-
-impl Default for TokenizerConfig {
+impl Default for VqConfig {
     fn default() -> Self {
-        TokenizerConfig {
-            kind: TokenizerKind::Vq,
-            height: 64,
-            width: 64,
-            channels: 3,
-            patch: 16,
-            model_dim: 512,
-            ffn_dim: 2048,
-            num_heads: 8,
-            encoder_blocks: 4,
-            decoder_blocks: 4,
-            latent_dim: 32,
+        VqConfig {
+            coder: CoderConfig::default(),
             num_codes: 1024,
             codebook_dropout: 0.01,
             vq_beta: jinn_nn::VQ_BETA,
             reset_threshold: 0,
             remat: false,
-            max_mask_ratio: 0.9,
         }
     }
 }
 
-impl TokenizerConfig {
-    /// The patch grid of this config's frames.
-    pub fn grid(&self) -> Result<PatchGrid, NnError> {
-        PatchGrid::new(self.patch, self.height, self.width, self.channels)
-    }
-
+impl VqConfig {
     /// Build the VQ tokenizer (flax NNX's default initialisers, drawn lazily from the device's
-    /// generator); an error for `kind = "mae"` (build that with
-    /// [`TokenizerConfig::init_mae`]).
+    /// generator).
     pub fn init(&self, device: &Device) -> Result<Tokenizer, NnError> {
-        self.expect_kind(TokenizerKind::Vq)?;
-        self.refuse_other_kinds_fields()?;
-        let grid = self.grid()?;
+        let c = &self.coder;
+        let grid = c.grid()?;
         if !(self.vq_beta.is_finite() && self.vq_beta >= 0.0) {
             return Err(NnError::InvalidConfig {
                 field: "vq_beta",
@@ -151,78 +84,17 @@ impl TokenizerConfig {
             });
         }
         Ok(Tokenizer {
-            encoder: self.encoder(grid.patch_dim(), device)?,
-            vq: VectorQuantizerConfig::new(self.num_codes, self.latent_dim)
+            encoder: c.encoder(grid.patch_dim(), device)?,
+            vq: VectorQuantizerConfig::new(self.num_codes, c.latent_dim)
                 .with_dropout(self.codebook_dropout)
                 .init(device)?,
-            decoder: self.decoder(grid.patch_dim(), device)?,
-            patch: self.patch,
-            height: self.height,
-            width: self.width,
-            channels: self.channels,
+            decoder: c.decoder(grid.patch_dim(), device)?,
+            patch: c.patch,
+            height: c.height,
+            width: c.width,
+            channels: c.channels,
             vq_beta: self.vq_beta,
         })
-    }
-}
-
-impl TokenizerConfig {
-    /// An error naming `model.kind` unless this config is of `kind`.
-    pub fn expect_kind(&self, kind: TokenizerKind) -> Result<(), NnError> {
-        if self.kind != kind {
-            return Err(NnError::InvalidConfig {
-                field: "kind",
-                reason: format!("this is a `{}` tokenizer config; expected `{kind}`", self.kind),
-            });
-        }
-        Ok(())
-    }
-
-    /// An error naming the first field this config's kind does not read but that is set away
-    /// from its default (a VQ-only field in an MAE config, or the reverse): a value that would
-    /// silently do nothing is a mistake in the config.
-    pub fn refuse_other_kinds_fields(&self) -> Result<(), NnError> {
-        let d = TokenizerConfig::default();
-        let unread: Vec<(&'static str, bool)> = match self.kind {
-            TokenizerKind::Vq => vec![("max_mask_ratio", self.max_mask_ratio != d.max_mask_ratio)],
-            TokenizerKind::Mae => vec![
-                ("num_codes", self.num_codes != d.num_codes),
-                ("codebook_dropout", self.codebook_dropout != d.codebook_dropout),
-                ("vq_beta", self.vq_beta != d.vq_beta),
-                ("reset_threshold", self.reset_threshold != d.reset_threshold),
-                ("remat", self.remat != d.remat),
-            ],
-        };
-        match unread.into_iter().find(|(_, set)| *set) {
-            Some((field, _)) => Err(NnError::InvalidConfig {
-                field,
-                reason: format!("a `{}` tokenizer does not use it; remove it from the config", self.kind),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The encoder: patches `P` → latents `L`, spatial full / temporal causal (as
-    /// `TokenizerVQVAE`; the MAE tokenizer uses the same shapes).
-    pub(crate) fn encoder(&self, patch_dim: usize, device: &Device) -> Result<AxialTransformer, NnError> {
-        self.axial(patch_dim, self.latent_dim, self.encoder_blocks, device)
-    }
-
-    /// The decoder: latents `L` → patches `P`, spatial full / temporal causal.
-    pub(crate) fn decoder(&self, patch_dim: usize, device: &Device) -> Result<AxialTransformer, NnError> {
-        self.axial(self.latent_dim, patch_dim, self.decoder_blocks, device)
-    }
-
-    fn axial(
-        &self,
-        d_in: usize,
-        d_out: usize,
-        blocks: usize,
-        device: &Device,
-    ) -> Result<AxialTransformer, NnError> {
-        AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
-            .with_spatial_causal(false)
-            .with_temporal_causal(true)
-            .init(device)
     }
 }
 

@@ -8,7 +8,7 @@ use jinn_data::FrameShape;
 use jinn_train::checkpoint::{latest_good, MODEL_FILE};
 use jinn_train::precision::Precision;
 use jinn_train::train_loop::{run, RunOptions, StepContext, TrainTask, Updater};
-use jinn_world::{Tokenizer, TokenizerConfig, TokenizerRunConfig, TokenizerTask};
+use jinn_world::{CoderConfig, Tokenizer, TokenizerConfig, TokenizerRunConfig, TokenizerTask, VqConfig};
 use std::path::Path;
 
 /// Four short 16×16 breakout episodes: three train, one val.
@@ -30,24 +30,25 @@ fn tiny_dataset(dir: &Path) {
 /// A tiny tokenizer; patch 6 pads 16×16 frames to 18×18, so the padding path runs in bf16 too.
 fn run_cfg(precision: Precision) -> TokenizerRunConfig {
     let mut cfg = TokenizerRunConfig {
-        model: TokenizerConfig {
-            height: 16,
-            width: 16,
-            channels: 3,
-            patch: 6,
-            model_dim: 16,
-            ffn_dim: 32,
-            num_heads: 2,
-            encoder_blocks: 1,
-            decoder_blocks: 1,
-            latent_dim: 8,
+        model: TokenizerConfig::Vq(VqConfig {
+            coder: CoderConfig {
+                height: 16,
+                width: 16,
+                channels: 3,
+                patch: 6,
+                model_dim: 16,
+                ffn_dim: 32,
+                num_heads: 2,
+                encoder_blocks: 1,
+                decoder_blocks: 1,
+                latent_dim: 8,
+            },
             num_codes: 32,
             codebook_dropout: 0.0,
             vq_beta: 0.25,
             reset_threshold: 0,
             remat: false,
-            ..TokenizerConfig::default()
-        },
+        }),
         ..Default::default()
     };
     cfg.data.seq_len = 3;
@@ -84,7 +85,7 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
     let device = Device::flex().autodiff();
     // A fixed initialisation: the other test initialises at the same time from the shared generator.
     let init =
-        jinn_nn::init::seeded_init(&device, 7, || run_cfg(Precision::F32).model.init(&device)).unwrap();
+        jinn_nn::init::seeded_init(&device, 7, || run_cfg(Precision::F32).model.vq()?.init(&device)).unwrap();
     let before = params(&init);
     let train = run_cfg(Precision::F32).train;
     let ctx = StepContext { lr: 1e-2, clip_norm: Some(1.0), ..StepContext::new(&train, 0, true) };
@@ -143,6 +144,6 @@ fn bf16_checkpoints_hold_f32_weights() {
     assert!(!dtypes.is_empty());
     assert!(dtypes.iter().all(|d| *d == "F32"), "{dtypes:?}");
     // And it loads back into an f32 model.
-    let model = ckpt.load_model(cfg.model.init(&Device::flex()).unwrap()).unwrap();
+    let model = ckpt.load_model(cfg.model.vq().unwrap().init(&Device::flex()).unwrap()).unwrap();
     assert!(params(&model).iter().all(|(d, _)| *d == DType::F32));
 }

@@ -16,7 +16,6 @@ use clap::Parser;
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_train::checkpoint::list_steps;
-use jinn_world::{DynamicsRunConfig, LamRunConfig, TokenizerRunConfig};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -220,11 +219,7 @@ fn run_stage(
     std::fs::create_dir_all(out.join("configs"))
         .with_context(|| format!("creating {}/configs", out.display()))?;
     write_atomically(&config, stage.toml.as_bytes())?;
-    let steps = match stage.name {
-        "tokenizer" => jinn_train::config::load::<TokenizerRunConfig>(Some(&config), sets)?.train.steps,
-        "lam" => jinn_train::config::load::<LamRunConfig>(Some(&config), sets)?.train.steps,
-        _ => jinn_train::config::load::<DynamicsRunConfig>(Some(&config), sets)?.train.steps,
-    };
+    let steps = crate::tasks::load_config(stage.name, Some(&config), sets)?.train().steps;
     let run_dir = out.join(stage.name);
     let done = if run_dir.exists() { list_steps(&run_dir)? } else { Vec::new() };
     if done.contains(&steps) {

@@ -17,6 +17,7 @@ mod plot;
 mod progress;
 mod sample;
 mod sampler_args;
+mod tasks;
 mod text;
 mod train;
 

@@ -1,8 +1,9 @@
 //! `jinn train …`: train a model with the shared training loop.
 
-pub(crate) mod dynamics;
+mod dynamics;
 mod lam;
 pub(crate) mod progress;
+mod registered;
 pub(crate) mod report;
 pub(crate) mod run_args;
 mod tokenizer;

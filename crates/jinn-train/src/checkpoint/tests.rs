@@ -134,6 +134,12 @@ fn wrong_model_shape_or_kind_is_refused() {
         .to_string();
     assert!(err.contains("model.dim") && err.contains('4') && err.contains('8'), "{err}");
     ckpt.state.ensure_compatible(&dir, "tiny", Some(&serde_json::json!({"dim": 4})), |m| m.clone()).unwrap();
+    // Another `kind` is named before the keys that only one of the kinds has.
+    let other_kind = serde_json::json!({"kind": "b", "alpha": 1});
+    let err =
+        ckpt.state.ensure_compatible(&dir, "tiny", Some(&other_kind), |_| serde_json::json!({"kind": "a"}));
+    let err = err.unwrap_err().to_string();
+    assert!(err.contains("`model.kind`") && err.contains("\"a\"") && err.contains("\"b\""), "{err}");
 
     // A field added since the checkpoint was written: compared as stored it is a difference;
     // read through the config type it takes its default, so only a non-default value differs.

@@ -52,11 +52,12 @@ impl GenieConfig {
     pub fn init_diffusion(&self, device: &Device) -> std::result::Result<DiffusionGenie, NnError> {
         let t = &self.tokenizer;
         let (lam, action_embed) = self.actions.init_source(t, self.dynamics.lam_code_embedding, device)?;
+        let mae = t.mae()?;
         Ok(DiffusionGenie {
-            tokenizer: t.init_mae(device)?.no_grad(),
+            tokenizer: mae.init(device)?.no_grad(),
             lam,
             action_embed,
-            dynamics: self.dynamics.init_diffusion(t.latent_dim, self.action_dim(), device)?,
+            dynamics: self.dynamics.init_diffusion(mae.coder.latent_dim, self.action_dim(), device)?,
         })
     }
 }

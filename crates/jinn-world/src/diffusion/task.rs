@@ -26,7 +26,6 @@ use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::SampleStreams;
-use jinn_data::FrameShape;
 use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
@@ -76,7 +75,7 @@ impl DiffusionTask {
     pub fn new(cfg: &GenieRunConfig, data_dir: &Path, model: DiffusionGenie) -> Result<Self> {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;
-        let want = FrameShape { height: t.height, width: t.width, channels: t.channels };
+        let want = t.coder().frames();
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
             let meta = train_data.metadata().and_then(|m| m.num_actions);

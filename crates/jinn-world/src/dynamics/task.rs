@@ -84,7 +84,7 @@ impl DynamicsTask {
     pub fn new(cfg: &GenieRunConfig, data_dir: &Path, model: Genie) -> Result<Self> {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;
-        let want = FrameShape { height: t.height, width: t.width, channels: t.channels };
+        let want: FrameShape = t.coder().frames();
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
         if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
             let meta = train_data.metadata().and_then(|m| m.num_actions);

@@ -1,29 +1,36 @@
 use super::*;
 use crate::dynamics::DynamicsKind;
+use crate::tokenizer::{CoderConfig, VqConfig};
 use burn::module::{ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use jinn_train::checkpoint::{save, TrainState};
 use jinn_train::optim::OptimConfig;
 
 pub(crate) fn tiny_tokenizer() -> TokenizerConfig {
-    TokenizerConfig {
-        height: 16,
-        width: 16,
-        channels: 3,
-        patch: 4,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
+    TokenizerConfig::Vq(VqConfig {
+        coder: CoderConfig {
+            height: 16,
+            width: 16,
+            channels: 3,
+            patch: 4,
+            model_dim: 16,
+            ffn_dim: 32,
+            num_heads: 2,
+            encoder_blocks: 1,
+            decoder_blocks: 1,
+            latent_dim: 8,
+        },
         num_codes: 16,
         codebook_dropout: 0.0,
         vq_beta: 0.25,
         reset_threshold: 0,
         remat: false,
-        ..TokenizerConfig::default()
-    }
+    })
+}
+
+/// The VQ config of [`tiny_tokenizer`].
+pub(crate) fn tiny_vq() -> VqConfig {
+    tiny_tokenizer().vq().unwrap().clone()
 }
 
 pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
@@ -75,7 +82,7 @@ fn save_checkpoint<M: Module>(dir: &Path, kind: &str, model: &M, config: serde_j
 pub(crate) fn component_runs(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let device = Device::flex();
     let (tok, lam) = (root.join("tok"), root.join("lam"));
-    write_component(&tok, TOKENIZER_KIND, &tiny_tokenizer().init(&device).unwrap(), &tiny_tokenizer(), 5);
+    write_component(&tok, TOKENIZER_KIND, &tiny_vq().init(&device).unwrap(), &tiny_tokenizer(), 5);
     let lam_cfg = crate::lam::tests::tiny();
     write_component(&lam, LAM_KIND, &lam_cfg.init(&device).unwrap(), &lam_cfg, 7);
     (tok, lam)
@@ -239,8 +246,8 @@ fn wrong_kind_wrong_shape_corrupt_and_empty_runs_are_clear_errors() {
 
     // Weights of another shape than the stored config says.
     let wrong = root.path().join("wrong");
-    let mut bigger = tiny_tokenizer();
-    bigger.model_dim = 32;
+    let mut bigger = tiny_vq();
+    bigger.coder.model_dim = 32;
     write_component(&wrong, TOKENIZER_KIND, &bigger.init(&device).unwrap(), &tiny_tokenizer(), 1);
     let err = assemble_genie(&wrong, ActionSource::LamRun(&lam), &d, &device).unwrap_err().to_string();
     assert!(err.contains("ShapeMismatch") && err.contains("wrong/step_000001"), "{err}");

@@ -16,7 +16,6 @@ use crate::data::{
 };
 use crate::mae::{MaeOutput, MaeTokenizer};
 use crate::tokenizer::task::TokenizerRunConfig;
-use crate::tokenizer::TokenizerKind;
 use crate::tokenizer::TOKENIZER_KIND;
 use burn::module::Module;
 use burn::tensor::Device;
@@ -25,7 +24,6 @@ use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
 use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, SampleStreams};
-use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
@@ -91,10 +89,9 @@ impl MaeTask {
     ) -> Result<Self> {
         cfg.train.validate()?;
         cfg.train.precision.ensure_supported(&device)?;
-        cfg.model.expect_kind(TokenizerKind::Mae).map_err(model_err)?;
-        let m = &cfg.model;
-        let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
-        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
+        cfg.model.mae().map_err(model_err)?;
+        let (train_data, val_data) =
+            open_splits(data_dir, &cfg.train, &cfg.data, cfg.model.coder().frames())?;
         let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
         Ok(MaeTask { device, model, cfg: cfg.clone(), train_data, val_data, stream })
     }
@@ -103,7 +100,7 @@ impl MaeTask {
     /// `device` (autodiff), and the task around it.
     pub fn from_config(cfg: &TokenizerRunConfig, data_dir: &Path, device: Device) -> Result<Self> {
         let seed = derive_seed(cfg.train.seed, "init", 0);
-        let model = seeded_init(&device, seed, || cfg.model.init_mae(&device)).map_err(model_err)?;
+        let model = seeded_init(&device, seed, || cfg.model.mae()?.init(&device)).map_err(model_err)?;
         Self::new(cfg, data_dir, model, device)
     }
 }

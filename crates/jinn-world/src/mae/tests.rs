@@ -1,24 +1,27 @@
 use super::*;
 use crate::tokenizer::frames_to_unit;
+use crate::tokenizer::{CoderConfig, TokenizerConfig};
 use burn::optim::GradientsParams;
+use burn::tensor::{Device, Distribution};
 use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32, latent 8.
-pub(crate) fn tiny_mae() -> TokenizerConfig {
-    TokenizerConfig {
-        kind: TokenizerKind::Mae,
-        height: 16,
-        width: 16,
-        channels: 3,
-        patch: 4,
-        model_dim: 32,
-        ffn_dim: 64,
-        num_heads: 4,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
-        ..TokenizerConfig::default()
+pub(crate) fn tiny_mae() -> MaeConfig {
+    MaeConfig {
+        coder: CoderConfig {
+            height: 16,
+            width: 16,
+            channels: 3,
+            patch: 4,
+            model_dim: 32,
+            ffn_dim: 64,
+            num_heads: 4,
+            encoder_blocks: 1,
+            decoder_blocks: 1,
+            latent_dim: 8,
+        },
+        ..MaeConfig::default()
     }
 }
 
@@ -55,7 +58,7 @@ fn mask_ratios_are_uniform_below_the_bound_and_patches_follow_them() {
 #[test]
 fn shapes_bounds_and_masking_replace_patches() {
     let device = Device::flex();
-    let model = tiny_mae().init_mae(&device).unwrap();
+    let model = tiny_mae().init(&device).unwrap();
     let x = Tensor::<5>::random([2, 3, 16, 16, 3], Distribution::Uniform(0.0, 1.0), &device);
     let z = model.encode(x.clone()).unwrap();
     assert_eq!(z.dims(), [2, 3, 16, 8]);
@@ -84,27 +87,75 @@ fn shapes_bounds_and_masking_replace_patches() {
 #[test]
 fn kinds_are_checked_and_parameter_count_matches_jasmine() {
     let device = Device::flex();
-    let err = TokenizerConfig::default().init_mae(&device).unwrap_err().to_string();
+    let vq = TokenizerConfig::default();
+    let err = vq.mae().unwrap_err().to_string();
     assert!(err.contains("`vq`") && err.contains("`mae`"), "{err}");
-    assert!(tiny_mae().init(&device).unwrap_err().to_string().contains("`mae` tokenizer config"));
-    let bad = TokenizerConfig { max_mask_ratio: 1.0, ..tiny_mae() };
-    assert!(bad.init_mae(&device).unwrap_err().to_string().contains("max_mask_ratio"));
-    // A field of the other kind, set away from its default, would do nothing: refused by name.
-    for (bad, field) in [
-        (TokenizerConfig { num_codes: 64, ..tiny_mae() }, "num_codes"),
-        (TokenizerConfig { codebook_dropout: 0.0, ..tiny_mae() }, "codebook_dropout"),
-        (TokenizerConfig { reset_threshold: 5, ..tiny_mae() }, "reset_threshold"),
-        (TokenizerConfig { remat: true, ..tiny_mae() }, "remat"),
-    ] {
-        let err = bad.init_mae(&device).unwrap_err().to_string();
-        assert!(err.contains(field) && err.contains("does not use it"), "{err}");
-    }
-    let vq = TokenizerConfig { kind: TokenizerKind::Vq, max_mask_ratio: 0.5, ..tiny_mae() };
-    assert!(vq.init(&device).unwrap_err().to_string().contains("max_mask_ratio"));
+    assert!(TokenizerConfig::Mae(tiny_mae())
+        .vq()
+        .unwrap_err()
+        .to_string()
+        .contains("`mae` tokenizer config"));
+    let bad = MaeConfig { max_mask_ratio: 1.0, ..tiny_mae() };
+    assert!(bad.init(&device).unwrap_err().to_string().contains("max_mask_ratio"));
     // Jasmine's TokenizerMAE at its defaults: 34,457,696 parameters.
-    let mae =
-        TokenizerConfig { kind: TokenizerKind::Mae, ..TokenizerConfig::default() }.init_mae(&device).unwrap();
-    assert_eq!(mae.num_params(), 34_457_696);
+    assert_eq!(MaeConfig::default().init(&device).unwrap().num_params(), 34_457_696);
+}
+
+/// `[model]` of a tokenizer run config from TOML, as `jinn train tokenizer --config` reads it.
+fn parse_model(toml: &str) -> Result<TokenizerConfig, String> {
+    let text = format!("[model]\n{toml}");
+    jinn_train::config::from_str::<crate::TokenizerRunConfig>(&text, "test.toml", &[])
+        .map(|c| c.model)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_field_of_the_other_kind_is_refused_by_name() {
+    let mae = parse_model("kind = \"mae\"\nlatent_dim = 8\nmax_mask_ratio = 0.5").unwrap();
+    let want =
+        MaeConfig { coder: CoderConfig { latent_dim: 8, ..CoderConfig::default() }, max_mask_ratio: 0.5 };
+    assert_eq!(mae, TokenizerConfig::Mae(want));
+    for (field, value) in
+        [("num_codes", "64"), ("codebook_dropout", "0.0"), ("reset_threshold", "5"), ("remat", "true")]
+    {
+        let err = parse_model(&format!("kind = \"mae\"\n{field} = {value}")).unwrap_err();
+        assert!(err.contains(field) && err.contains("`mae` tokenizer does not use it"), "{err}");
+    }
+    let err = parse_model("kind = \"vq\"\nmax_mask_ratio = 0.5").unwrap_err();
+    assert!(err.contains("max_mask_ratio") && err.contains("`vq` tokenizer does not use it"), "{err}");
+    let err = parse_model("kind = \"mae\"\nnum_code = 4").unwrap_err();
+    assert!(err.contains("unknown field `num_code`") && err.contains("max_mask_ratio"), "{err}");
+    // `--set model.kind=mae` over the (VQ) defaults gives the MAE defaults.
+    let sets = ["model.kind=mae".to_string()];
+    let cfg: crate::TokenizerRunConfig = jinn_train::config::from_str("", "test.toml", &sets).unwrap();
+    assert_eq!(cfg.model, TokenizerConfig::Mae(MaeConfig::default()));
+}
+
+/// A checkpoint's stored `model` section as written while one struct carried both kinds: every
+/// field, the other kind's at their defaults.
+#[test]
+fn configs_stored_with_every_field_still_load() {
+    let shared = serde_json::json!({
+        "height": 16, "width": 16, "channels": 3, "patch": 4, "model_dim": 32, "ffn_dim": 64,
+        "num_heads": 4, "encoder_blocks": 1, "decoder_blocks": 1, "latent_dim": 8,
+        "num_codes": 1024, "codebook_dropout": 0.01, "vq_beta": 0.25, "reset_threshold": 0,
+        "remat": false, "max_mask_ratio": 0.9,
+    });
+    let with_kind = |kind: &str| {
+        let mut v = shared.clone();
+        v["kind"] = kind.into();
+        v
+    };
+    let mae: TokenizerConfig = serde_json::from_value(with_kind("mae")).unwrap();
+    assert_eq!(mae, TokenizerConfig::Mae(tiny_mae()));
+    let vq: TokenizerConfig = serde_json::from_value(with_kind("vq")).unwrap();
+    assert_eq!(vq.vq().unwrap().coder, tiny_mae().coder);
+    assert_eq!(vq.vq().unwrap().num_codes, 1024);
+    // Written back, each holds only its own fields (and reads back equal).
+    let back = jinn_train::config::to_json(&mae);
+    assert!(back.get("num_codes").is_none() && back["kind"] == "mae", "{back}");
+    assert_eq!(serde_json::from_value::<TokenizerConfig>(back).unwrap(), mae);
+    assert!(jinn_train::config::to_json(&vq).get("max_mask_ratio").is_none());
 }
 
 /// Clips whose 4×4 patches are solid colours moving one patch per frame.
@@ -128,7 +179,7 @@ fn patch_clips(b: usize, t: usize) -> Vec<u8> {
 fn loss_falls_on_a_small_batch() {
     let device = Device::flex().autodiff();
     device.seed(7);
-    let mut model = tiny_mae().init_mae(&device).unwrap();
+    let mut model = tiny_mae().init(&device).unwrap();
     let mut optim = OptimConfig::default().init().unwrap();
     let clips = patch_clips(2, 3);
     let x = frames_to_unit(&clips, [2, 3, 16, 16, 3], &device);

@@ -21,7 +21,7 @@ fn slot_block([b, t, n]: [usize; 3], m: usize, d: usize) -> usize {
 #[test]
 fn tokenizer_step_is_three_passes_plus_code_distances() {
     let cfg = tiny_tokenizer(); // 16×16×3, patch 4: N = 16, P = 48; M 16, D 32, L 8, K 16
-    let model = cfg.init(&Device::flex()).unwrap();
+    let model = cfg.vq().unwrap().init(&Device::flex()).unwrap();
     let (b, t, n, p, m, d, l, k) = (3, 5, 16, 48, 16, 32, 8, 16);
     let rows = b * t * n;
     let encoder = rows * p * m + block(rows, [n, t], m, d) + rows * m * l;

@@ -65,7 +65,7 @@ pub fn open_split(data_dir: &Path, split: &str, cfg: &TokenizerRunConfig) -> Res
 
 /// The frame shape the model config expects.
 fn frame_shape(m: &TokenizerConfig) -> FrameShape {
-    FrameShape { height: m.height, width: m.width, channels: m.channels }
+    m.coder().frames()
 }
 
 /// The tokenizer's [`TrainTask`].
@@ -75,6 +75,8 @@ pub struct TokenizerTask {
     cfg: TokenizerRunConfig,
     /// Dead-code counters when `model.reset_threshold > 0`.
     tracker: Option<DeadCodeTracker>,
+    /// Per-block recomputation in training (`model.remat`).
+    remat: bool,
     /// Code usage of the step's micro-batches so far (with a tracker).
     step_usage: Option<CodeUsage>,
     train_data: Arc<Dataset>,
@@ -84,8 +86,9 @@ pub struct TokenizerTask {
 
 impl TokenizerTask {
     /// A task over `data_dir` (`train/`, and `val/` if present) training `model` (built from
-    /// `cfg.model` on the autodiff `device`).
+    /// `cfg.model`, which must have `kind = "vq"`, on the autodiff `device`).
     pub fn new(cfg: &TokenizerRunConfig, data_dir: &Path, model: Tokenizer, device: Device) -> Result<Self> {
+        let vq = cfg.model.vq().map_err(model_err)?;
         cfg.train.validate()?;
         cfg.train.precision.ensure_supported(&device)?;
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
@@ -94,8 +97,8 @@ impl TokenizerTask {
             device,
             model,
             step_usage: None,
-            tracker: (cfg.model.reset_threshold > 0)
-                .then(|| DeadCodeTracker::new(cfg.model.num_codes, cfg.model.reset_threshold)),
+            remat: vq.remat,
+            tracker: (vq.reset_threshold > 0).then(|| DeadCodeTracker::new(vq.num_codes, vq.reset_threshold)),
             cfg: cfg.clone(),
             train_data,
             val_data,
@@ -107,7 +110,7 @@ impl TokenizerTask {
     /// `device` (autodiff), and the task around it.
     pub fn from_config(cfg: &TokenizerRunConfig, data_dir: &Path, device: Device) -> Result<Self> {
         let seed = derive_seed(cfg.train.seed, "init", 0);
-        let model = seeded_init(&device, seed, || cfg.model.init(&device)).map_err(model_err)?;
+        let model = seeded_init(&device, seed, || cfg.model.vq()?.init(&device)).map_err(model_err)?;
         Self::new(cfg, data_dir, model, device)
     }
 
@@ -147,7 +150,7 @@ impl TrainTask for TokenizerTask {
         let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
         let model = precision.compute_model(&self.model);
-        let (out, objective) = if self.cfg.model.remat {
+        let (out, objective) = if self.remat {
             // Per-block recomputation (tokenizer::remat): same gradients, less memory.
             let (out, grads) =
                 model.forward_backward_remat(videos, &streams, ctx.divisor()).map_err(model_err)?;

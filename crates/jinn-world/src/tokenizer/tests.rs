@@ -5,24 +5,25 @@ use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32.
-fn tiny() -> TokenizerConfig {
-    TokenizerConfig {
-        height: 16,
-        width: 16,
-        channels: 3,
-        patch: 4,
-        model_dim: 32,
-        ffn_dim: 64,
-        num_heads: 4,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
+fn tiny() -> VqConfig {
+    VqConfig {
+        coder: CoderConfig {
+            height: 16,
+            width: 16,
+            channels: 3,
+            patch: 4,
+            model_dim: 32,
+            ffn_dim: 64,
+            num_heads: 4,
+            encoder_blocks: 1,
+            decoder_blocks: 1,
+            latent_dim: 8,
+        },
         num_codes: 64,
         codebook_dropout: 0.0,
         vq_beta: 0.25,
         reset_threshold: 0,
         remat: false,
-        ..TokenizerConfig::default()
     }
 }
 

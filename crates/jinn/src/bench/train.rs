@@ -1,5 +1,5 @@
 //! `jinn bench train`: time full training steps (forward, backward, AdamW update — the
-//! `TrainTask::train_step` that `jinn train tokenizer|lam|dynamics` runs) of the tokenizer, the
+//! update step that `jinn train tokenizer|lam|dynamics` runs) of the tokenizer, the
 //! LAM or the MaskGIT dynamics model and report the median / p10 / p90 ms per step and the peak
 //! resident memory, with their ratios to the targets and to Jasmine's figures at
 //! jasmine-small, and the step's matmul work with the time floor it sets on the device.
@@ -8,14 +8,13 @@ mod roofline;
 mod setup;
 
 use crate::device::DeviceArgs;
+use crate::tasks::AnyTask;
 use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
-use jinn_nn::warm_pool::WarmPool;
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{runs_on_cpu, StepContext, TrainTask, Updater};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Which model's training step `jinn bench train` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -118,20 +117,21 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
     let peak_gflops = roofline::matmul_peak_gflops(&a.device.device(), Duration::from_secs(1));
     let tmp = tempfile::tempdir()?;
     let device = a.device.device().autodiff();
-    match a.task {
+    let (task, train, reference) = match a.task {
         BenchTask::Tokenizer => {
-            let (task, train) = setup::tokenizer(&a, tmp.path(), device)?;
-            time_steps(task, &train, &a, peak_gflops, &TOKENIZER)
+            let (task, train) = setup::registered("tokenizer", &a, tmp.path(), device)?;
+            (task, train, &TOKENIZER)
         }
         BenchTask::Lam => {
-            let (task, train) = setup::lam(&a, tmp.path(), device)?;
-            time_steps(task, &train, &a, peak_gflops, &LAM)
+            let (task, train) = setup::registered("lam", &a, tmp.path(), device)?;
+            (task, train, &LAM)
         }
         BenchTask::Dynamics => {
             let (task, train) = setup::dynamics(&a, tmp.path(), device)?;
-            time_steps(task, &train, &a, peak_gflops, &DYNAMICS)
+            (task, train, &DYNAMICS)
         }
-    }
+    };
+    time_steps(task, &train, &a, peak_gflops, reference)
 }
 
 /// Only the step is timed: no validation, and the LR schedule must span the benchmark.
@@ -142,36 +142,25 @@ fn prepare_train(train: &mut TrainConfig, a: &TrainBenchArgs) {
 
 /// Run the warm-up and timed steps of `task` and print the step-time percentiles, the peak RSS
 /// and their ratios to `reference`, and the step's matmul work against `peak_gflops`.
-fn time_steps<T: TrainTask>(
-    mut task: T,
+fn time_steps(
+    mut task: Box<dyn AnyTask>,
     train: &TrainConfig,
     a: &TrainBenchArgs,
     peak_gflops: f64,
     reference: &Reference,
 ) -> anyhow::Result<()> {
-    let total = a.warmup + a.steps;
     let macs = task.step_macs();
     let mut times = Vec::with_capacity(a.steps as usize);
-    let mut updater = Updater::new(&task, &train.optim)?;
-    let on_cpu = runs_on_cpu(task.model());
-    for step in 0..total {
-        // Not logged, as on the training steps between two logs (all but one in `log_every`).
-        let ctx = StepContext::new(train, step, false);
-        let t = Instant::now();
-        let metrics = {
-            // As in the training loop: on the CPU the other pool threads poll instead of sleeping.
-            let _warm = on_cpu.then(WarmPool::new);
-            updater.step(&mut task, &ctx)?
-        };
-        let ms = t.elapsed().as_secs_f64() * 1e3;
+    task.bare_steps(train, a.warmup + a.steps, &mut |step, time, metrics| {
         let loss = metrics.get("loss").copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
             bail!("step {step}: the loss is {loss}");
         }
         if step >= a.warmup {
-            times.push(ms);
+            times.push(time.as_secs_f64() * 1e3);
         }
-    }
+        Ok(())
+    })?;
 
     times.sort_by(f64::total_cmp);
     let median = percentile(&times, 0.5);
@@ -236,12 +225,7 @@ pub(crate) fn generate_data(
     cfg: &jinn_world::TokenizerRunConfig,
     dir: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let m = &cfg.model;
-    generate_clips(
-        FrameShape { height: m.height, width: m.width, channels: m.channels },
-        cfg.data.seq_len,
-        dir,
-    )
+    generate_clips(cfg.model.coder().frames(), cfg.data.seq_len, dir)
 }
 
 /// A small breakout dataset (train split only) of `frame`-sized frames, with episodes long

@@ -91,7 +91,8 @@ pub fn run(a: EvalTokenizerArgs) -> anyhow::Result<()> {
     let device = a.device.device();
     let model = cfg
         .model
-        .init(&device)
+        .vq()
+        .and_then(|m| m.init(&device))
         .with_context(|| format!("checkpoint {}: model config", ckpt.dir.display()))?;
     let model = ckpt.load_model(model)?;
     let data = open_split(&a.data, &a.split, &cfg)

@@ -3,21 +3,24 @@ use crate::diffusion::tests::tiny_diffusion;
 use crate::dynamics::DynamicsKind;
 use crate::genie::tests::{bits, component_runs, save_dynamics_run, tiny_dynamics, write_component};
 use crate::genie::{assemble_genie, load_genie};
-use crate::tokenizer::TokenizerConfig;
+use crate::mae::MaeConfig;
 use crate::tokenizer::TOKENIZER_KIND;
+use crate::tokenizer::{CoderConfig, TokenizerConfig};
 use burn::optim::GradientsParams;
 use jinn_train::optim::OptimConfig;
 
 /// The tiny MAE tokenizer config of the component runs (16×16 frames, latent 8).
 pub(crate) fn tiny_mae_tokenizer() -> TokenizerConfig {
-    TokenizerConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..crate::mae::tests::tiny_mae() }
+    let tiny = crate::mae::tests::tiny_mae();
+    let coder = CoderConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..tiny.coder.clone() };
+    TokenizerConfig::Mae(MaeConfig { coder, ..tiny })
 }
 
 /// An MAE tokenizer run with random weights in `root/mae`.
 pub(crate) fn mae_run(root: &Path) -> std::path::PathBuf {
     let dir = root.join("mae");
     let cfg = tiny_mae_tokenizer();
-    write_component(&dir, TOKENIZER_KIND, &cfg.init_mae(&Device::flex()).unwrap(), &cfg, 4);
+    write_component(&dir, TOKENIZER_KIND, &cfg.mae().unwrap().init(&Device::flex()).unwrap(), &cfg, 4);
     dir
 }
 

@@ -1,14 +1,17 @@
 use super::*;
 use crate::data::DataConfig;
 use crate::genie::tests::bits;
+use crate::mae::MaeConfig;
 use crate::tokenizer::task::tests::tiny_dataset;
-use crate::tokenizer::TokenizerConfig;
+use crate::tokenizer::{CoderConfig, TokenizerConfig, TokenizerKind, VqConfig};
 use jinn_train::config::TrainConfig;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::run;
 
 pub(crate) fn tiny_mae_run() -> TokenizerRunConfig {
-    let model = TokenizerConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..crate::mae::tests::tiny_mae() };
+    let tiny = crate::mae::tests::tiny_mae();
+    let coder = CoderConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..tiny.coder.clone() };
+    let model = TokenizerConfig::Mae(MaeConfig { coder, ..tiny });
     let train = TrainConfig {
         steps: 4,
         batch_size: 4,
@@ -41,7 +44,7 @@ fn resumed_run_is_bit_identical_and_logs_metrics() {
     let data = root.path().join("data");
     tiny_dataset(&data);
     let device = Device::flex().autodiff();
-    let init = cfg.model.init_mae(&device).unwrap();
+    let init = cfg.model.mae().unwrap().init(&device).unwrap();
     let init_bits = bits(&init);
 
     let full_dir = root.path().join("full");
@@ -52,7 +55,7 @@ fn resumed_run_is_bit_identical_and_logs_metrics() {
     let mut first = MaeTask::new(&cfg, &data, init.clone(), device.clone()).unwrap();
     run(&mut first, &cfg.train, &opts(&split_dir, false, Some(2), &cfg)).unwrap();
     drop(first);
-    let other = cfg.model.init_mae(&device).unwrap();
+    let other = cfg.model.mae().unwrap().init(&device).unwrap();
     let mut second = MaeTask::new(&cfg, &data, other, device.clone()).unwrap();
     let summary = run(&mut second, &cfg.train, &opts(&split_dir, true, None, &cfg)).unwrap();
     assert_eq!((summary.start_step, summary.end_step), (2, 4));
@@ -71,7 +74,7 @@ fn resumed_run_is_bit_identical_and_logs_metrics() {
 
     // Resuming the MAE run as a VQ tokenizer fails on the stored kind.
     let vq = TokenizerRunConfig {
-        model: TokenizerConfig { kind: TokenizerKind::Vq, ..cfg.model.clone() },
+        model: TokenizerConfig::Vq(VqConfig { coder: cfg.model.coder().clone(), ..VqConfig::default() }),
         ..cfg.clone()
     };
     let mut vq_task = crate::TokenizerTask::from_config(&vq, &data, device.clone()).unwrap();
@@ -86,14 +89,15 @@ fn resumed_run_is_bit_identical_and_logs_metrics() {
 fn demo_config_parses_and_builds_an_mae_tokenizer() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer-mae.toml");
     let cfg: TokenizerRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
-    assert_eq!(cfg.model.kind, TokenizerKind::Mae);
+    assert_eq!(cfg.model.kind(), TokenizerKind::Mae);
     cfg.train.validate().unwrap();
-    let model = cfg.model.init_mae(&Device::flex()).unwrap();
+    let model = cfg.model.mae().unwrap().init(&Device::flex()).unwrap();
     assert_eq!((model.grid().num_patches(), model.latent_dim()), (64, 8));
     // Same encoder/decoder shapes as the demo VQ tokenizer.
     let vq_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer.toml");
     let vq: TokenizerRunConfig = jinn_train::config::load(Some(&vq_path), &[]).unwrap();
     let shape = |m: &TokenizerConfig| {
+        let m = m.coder();
         (
             m.height,
             m.width,

@@ -1,28 +1,29 @@
-use super::super::TokenizerConfig;
+use super::super::{CoderConfig, VqConfig};
 use crate::grad_check::assert_grads_close;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution, Tensor};
 use jinn_data::rng::SampleStreams;
 
 /// 16×16×3 frames, patch 4, width 16, two blocks on each side, codebook dropout on.
-fn tiny() -> TokenizerConfig {
-    TokenizerConfig {
-        height: 16,
-        width: 16,
-        channels: 3,
-        patch: 4,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        encoder_blocks: 2,
-        decoder_blocks: 2,
-        latent_dim: 8,
+fn tiny() -> VqConfig {
+    VqConfig {
+        coder: CoderConfig {
+            height: 16,
+            width: 16,
+            channels: 3,
+            patch: 4,
+            model_dim: 16,
+            ffn_dim: 32,
+            num_heads: 2,
+            encoder_blocks: 2,
+            decoder_blocks: 2,
+            latent_dim: 8,
+        },
         num_codes: 16,
         codebook_dropout: 0.2,
         vq_beta: 0.25,
         reset_threshold: 0,
         remat: true,
-        ..TokenizerConfig::default()
     }
 }
 

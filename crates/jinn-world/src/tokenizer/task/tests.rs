@@ -1,4 +1,5 @@
 use super::*;
+use crate::tokenizer::{CoderConfig, VqConfig};
 use burn::module::{ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use jinn_data::generate::{generate_dataset, GenerateConfig};
@@ -23,24 +24,25 @@ pub(crate) fn tiny_dataset(dir: &Path) {
 }
 
 fn run_cfg() -> TokenizerRunConfig {
-    let model = TokenizerConfig {
-        height: 16,
-        width: 16,
-        channels: 3,
-        patch: 4,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
+    let model = TokenizerConfig::Vq(VqConfig {
+        coder: CoderConfig {
+            height: 16,
+            width: 16,
+            channels: 3,
+            patch: 4,
+            model_dim: 16,
+            ffn_dim: 32,
+            num_heads: 2,
+            encoder_blocks: 1,
+            decoder_blocks: 1,
+            latent_dim: 8,
+        },
         num_codes: 32,
         codebook_dropout: 0.1,
         vq_beta: 0.25,
         reset_threshold: 2,
         remat: false,
-        ..TokenizerConfig::default()
-    };
+    });
     let data = DataConfig { seq_len: 4, loader_threads: 1, prefetch: 2 };
     let train = TrainConfig {
         steps: 6,
@@ -90,15 +92,23 @@ fn resumed_run_is_bit_identical_to_uninterrupted_run() {
 #[test]
 fn resume_is_bit_identical_with_per_block_recomputation() {
     let mut cfg = run_cfg();
-    cfg.model.remat = true;
+    vq_mut(&mut cfg).remat = true;
     resume_is_bit_identical(cfg);
+}
+
+/// The VQ section of a VQ run config, to change.
+fn vq_mut(cfg: &mut TokenizerRunConfig) -> &mut VqConfig {
+    match &mut cfg.model {
+        TokenizerConfig::Vq(m) => m,
+        TokenizerConfig::Mae(_) => panic!("a VQ run config"),
+    }
 }
 
 fn resume_is_bit_identical(cfg: TokenizerRunConfig) {
     let data = tempfile::tempdir().unwrap();
     tiny_dataset(data.path());
     let device = Device::flex().autodiff();
-    let init = cfg.model.init(&device).unwrap();
+    let init = cfg.model.vq().unwrap().init(&device).unwrap();
     let init_bits = bits(&init); // materialises the lazy parameters before cloning
     assert_eq!(bits(&init.clone()), init_bits);
 
@@ -111,7 +121,7 @@ fn resume_is_bit_identical(cfg: TokenizerRunConfig) {
     run(&mut first, &cfg.train, &opts(split_dir.path(), false, Some(3), &cfg)).unwrap();
     drop(first);
     // A fresh process: another initialisation, everything else from the step-3 checkpoint.
-    let other = cfg.model.init(&device).unwrap();
+    let other = cfg.model.vq().unwrap().init(&device).unwrap();
     let mut second = TokenizerTask::new(&cfg, data.path(), other, device.clone()).unwrap();
     let summary = run(&mut second, &cfg.train, &opts(split_dir.path(), true, None, &cfg)).unwrap();
     assert_eq!((summary.start_step, summary.end_step), (3, 6));
@@ -143,7 +153,7 @@ fn frame_shape_mismatch_names_the_fields() {
     let data = tempfile::tempdir().unwrap();
     tiny_dataset(data.path());
     let mut cfg = run_cfg();
-    cfg.model.height = 32;
+    vq_mut(&mut cfg).coder.height = 32;
     let err =
         TokenizerTask::from_config(&cfg, data.path(), Device::flex().autodiff()).err().unwrap().to_string();
     assert!(err.contains("model.height") && err.contains("32×16×3") && err.contains("16×16×3"), "{err}");
@@ -153,9 +163,10 @@ fn frame_shape_mismatch_names_the_fields() {
 fn demo_config_parses_validates_and_builds() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/tokenizer.toml");
     let cfg: TokenizerRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
-    assert_eq!((cfg.model.height, cfg.model.width, cfg.model.channels), (64, 64, 3));
+    let c = cfg.model.coder();
+    assert_eq!((c.height, c.width, c.channels), (64, 64, 3));
     cfg.train.validate().unwrap();
-    let model = cfg.model.init(&Device::flex()).unwrap();
+    let model = cfg.model.vq().unwrap().init(&Device::flex()).unwrap();
     assert_eq!(model.grid().num_patches(), 64);
 }
 
@@ -169,10 +180,11 @@ fn load_config(set: &str) -> TokenizerRunConfig {
 #[test]
 fn jasmine_small_config_is_the_benchmark_config() {
     let cfg = load_config("jasmine-small");
-    let m = &cfg.model;
-    assert_eq!((m.height, m.width, m.channels, m.patch), (64, 64, 3, 16));
-    assert_eq!((m.model_dim, m.ffn_dim, m.num_heads), (128, 512, 4));
-    assert_eq!((m.encoder_blocks, m.decoder_blocks, m.latent_dim, m.num_codes), (2, 2, 32, 1024));
+    let m = cfg.model.vq().unwrap();
+    let c = &m.coder;
+    assert_eq!((c.height, c.width, c.channels, c.patch), (64, 64, 3, 16));
+    assert_eq!((c.model_dim, c.ffn_dim, c.num_heads), (128, 512, 4));
+    assert_eq!((c.encoder_blocks, c.decoder_blocks, c.latent_dim, m.num_codes), (2, 2, 32, 1024));
     assert_eq!((cfg.data.seq_len, cfg.train.batch_size, cfg.train.grad_accum), (16, 8, 1));
     // Parameters are lazy: building and counting draws nothing.
     assert_eq!(m.init(&Device::flex()).unwrap().num_params(), 1_299_040);
@@ -182,5 +194,5 @@ fn jasmine_small_config_is_the_benchmark_config() {
 fn jasmine_default_config_equals_the_built_in_defaults() {
     let cfg = load_config("jasmine-default");
     assert_eq!(cfg, TokenizerRunConfig::default(), "the file must spell out Jasmine's defaults");
-    assert_eq!(cfg.model.init(&Device::flex()).unwrap().num_params(), 34_489_696);
+    assert_eq!(cfg.model.vq().unwrap().init(&Device::flex()).unwrap().num_params(), 34_489_696);
 }

@@ -1,19 +1,17 @@
-//! The tasks `jinn bench train` times, built with the constructors `jinn train` uses: the
-//! tokenizer and LAM tasks from their run configs, and the MaskGIT dynamics task on freshly
-//! initialised, seeded tokenizer and LAM runs written by the checkpoint writer into a
-//! temporary directory (the frozen components `jinn train dynamics --lam RUN` loads).
+//! The tasks `jinn bench train` times, built by the task registry ([`crate::tasks`]) that
+//! `jinn train` uses: the tokenizer and LAM tasks from their run configs, and the dynamics
+//! task on freshly initialised, seeded tokenizer and LAM runs written by the checkpoint writer
+//! into a temporary directory (the frozen components `jinn train dynamics --lam RUN` loads).
 
 use super::{generate_clips, prepare_train, TrainBenchArgs};
-use crate::train::dynamics::token_dynamics_task;
+use crate::tasks::{self, Actions, AnyTask, RunConfig, TaskInputs};
 use anyhow::{bail, Context};
 use burn::tensor::Device;
 use jinn_data::FrameShape;
-use jinn_train::checkpoint::{write_checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
-use jinn_train::train_loop::{TrainTask, Updater};
 use jinn_world::{
-    ActionSource, DataConfig, DynamicsConfig, DynamicsKind, DynamicsRunConfig, DynamicsTask, LamConfig,
-    LamRunConfig, LamTask, TokenizerConfig, TokenizerRunConfig, TokenizerTask,
+    DataConfig, DynamicsConfig, DynamicsKind, DynamicsRunConfig, LamConfig, LamRunConfig, TokenizerConfig,
+    TokenizerRunConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -36,32 +34,20 @@ pub struct DynamicsBenchConfig {
     pub data: DataConfig,
 }
 
-/// The tokenizer task of `jinn train tokenizer`, and its train settings.
-pub(super) fn tokenizer(
+/// The task `task` (`tokenizer` or `lam`) of `jinn train TASK`, and its train settings.
+pub(super) fn registered(
+    task: &str,
     a: &TrainBenchArgs,
     tmp: &Path,
     device: Device,
-) -> anyhow::Result<(TokenizerTask, TrainConfig)> {
-    let mut cfg: TokenizerRunConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
-    prepare_train(&mut cfg.train, a);
-    let m = &cfg.model;
-    let data = data_dir(a, tmp, frame(m.height, m.width, m.channels), cfg.data.seq_len)?;
-    let task = TokenizerTask::from_config(&cfg, &data, device)
-        .with_context(|| format!("setting up tokenizer training on {}", data.display()))?;
-    println!("tokenizer {}; {}", describe_tokenizer(m), describe_run(&cfg.train, cfg.data.seq_len, a));
-    Ok((task, cfg.train))
-}
-
-/// The LAM task of `jinn train lam`, and its train settings.
-pub(super) fn lam(a: &TrainBenchArgs, tmp: &Path, device: Device) -> anyhow::Result<(LamTask, TrainConfig)> {
-    let mut cfg: LamRunConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
-    prepare_train(&mut cfg.train, a);
-    let m = &cfg.model;
-    let data = data_dir(a, tmp, frame(m.height, m.width, m.channels), cfg.data.seq_len)?;
-    let task = LamTask::from_config(&cfg, &data, device)
-        .with_context(|| format!("setting up LAM training on {}", data.display()))?;
-    println!("LAM {}; {}", describe_lam(m), describe_run(&cfg.train, cfg.data.seq_len, a));
-    Ok((task, cfg.train))
+) -> anyhow::Result<(Box<dyn AnyTask>, TrainConfig)> {
+    let mut cfg = tasks::load_config(task, a.config.as_deref(), &a.overrides)?;
+    prepare_train(cfg.train_mut(), a);
+    let frames = cfg.frames().context("the task's config names no frame size")?;
+    let data = data_dir(a, tmp, frames, cfg.seq_len())?;
+    let built = tasks::build(task, cfg.as_ref(), &TaskInputs::new(&data, device))?;
+    println!("{}; {}", describe(cfg.as_ref()), describe_run(cfg.train(), cfg.seq_len(), a));
+    Ok((built.task, cfg.train().clone()))
 }
 
 /// The dynamics task of `jinn train dynamics --tokenizer TOK --lam LAM`, with TOK and LAM fresh
@@ -70,7 +56,7 @@ pub(super) fn dynamics(
     a: &TrainBenchArgs,
     tmp: &Path,
     device: Device,
-) -> anyhow::Result<(DynamicsTask, TrainConfig)> {
+) -> anyhow::Result<(Box<dyn AnyTask>, TrainConfig)> {
     let mut cfg: DynamicsBenchConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
     prepare_train(&mut cfg.train, a);
     if cfg.model.kind == DynamicsKind::Diffusion {
@@ -79,24 +65,19 @@ pub(super) fn dynamics(
              on a VQ tokenizer"
         );
     }
-    let t = &cfg.tokenizer;
-    let data = data_dir(a, tmp, frame(t.height, t.width, t.channels), cfg.data.seq_len)?;
+    let tokenizer_cfg =
+        TokenizerRunConfig { model: cfg.tokenizer.clone(), train: cfg.train.clone(), data: cfg.data.clone() };
+    let frames = RunConfig::frames(&tokenizer_cfg).expect("a tokenizer config names its frames");
+    let data = data_dir(a, tmp, frames, cfg.data.seq_len)?;
 
     // The frozen components, as `jinn train tokenizer` / `jinn train lam` would checkpoint them
     // before their first update.
-    let tokenizer_cfg =
-        TokenizerRunConfig { model: cfg.tokenizer.clone(), train: cfg.train.clone(), data: cfg.data.clone() };
     let tokenizer_run = tmp.join("tokenizer-run");
-    let task = TokenizerTask::from_config(&tokenizer_cfg, &data, device.clone())
+    write_fresh_run("tokenizer", &tokenizer_cfg, &data, &device, &tokenizer_run)
         .context("initialising the benchmark tokenizer")?;
-    write_fresh_run(&task, &tokenizer_cfg, &tokenizer_cfg.train, &tokenizer_run)?;
-    drop(task);
     let lam_cfg = LamRunConfig { model: cfg.lam.clone(), train: cfg.train.clone(), data: cfg.data.clone() };
     let lam_run = tmp.join("lam-run");
-    let task =
-        LamTask::from_config(&lam_cfg, &data, device.clone()).context("initialising the benchmark LAM")?;
-    write_fresh_run(&task, &lam_cfg, &lam_cfg.train, &lam_run)?;
-    drop(task);
+    write_fresh_run("lam", &lam_cfg, &data, &device, &lam_run).context("initialising the benchmark LAM")?;
 
     let run_cfg = DynamicsRunConfig {
         model: cfg.model.clone(),
@@ -104,47 +85,33 @@ pub(super) fn dynamics(
         train: cfg.train,
         data: cfg.data,
     };
-    let (task, _) =
-        token_dynamics_task(&run_cfg, &tokenizer_run, ActionSource::LamRun(&lam_run), &data, &device)?;
-    let (m, t) = (&run_cfg.model, &cfg.tokenizer);
+    let inputs = TaskInputs {
+        tokenizer: Some(&tokenizer_run),
+        actions: Actions::LamRun(&lam_run),
+        ..TaskInputs::new(&data, device)
+    };
+    let built = tasks::build("dynamics", &run_cfg, &inputs)?;
     println!(
-        "{:?} dynamics width {}, FFN {}, {} heads, {} blocks, action dim {}; on tokenizer {} (frozen) \
-         and LAM {} (frozen); {}",
-        m.kind,
-        m.model_dim,
-        m.ffn_dim,
-        m.num_heads,
-        m.num_blocks,
-        m.action_dim,
-        describe_tokenizer(t),
+        "{} on tokenizer {} (frozen) and LAM {} (frozen); {}",
+        describe(&run_cfg),
+        describe_tokenizer(&cfg.tokenizer),
         describe_lam(&run_cfg.lam),
         describe_run(&run_cfg.train, run_cfg.data.seq_len, a)
     );
-    Ok((task, run_cfg.train))
+    Ok((built.task, run_cfg.train))
 }
 
-/// Write `task`'s model (and a fresh optimiser) as the step-0 checkpoint of a run into
-/// `run_dir`, with `cfg` as the stored run config and `train`'s seed as the run seed — what the
-/// training loop writes.
-fn write_fresh_run<T: TrainTask, C: Serialize>(
-    task: &T,
-    cfg: &C,
-    train: &TrainConfig,
+/// Build `task` from `cfg` on `data` and write its untrained model as the step-0 checkpoint
+/// of a run in `run_dir`.
+fn write_fresh_run(
+    task: &str,
+    cfg: &dyn RunConfig,
+    data: &Path,
+    device: &Device,
     run_dir: &Path,
 ) -> anyhow::Result<()> {
-    let state = TrainState {
-        step: 0,
-        model_kind: task.kind().to_string(),
-        config: jinn_train::config::to_json(cfg),
-        seed: train.seed,
-        loader: None,
-        val_loader: None,
-        metrics_head: Vec::new(),
-        extra: Default::default(),
-    };
-    write_checkpoint(run_dir, &Updater::new(task, &train.optim)?.snapshot(task, state)?)
-        .with_context(|| format!("writing the fresh {} run {}", task.kind(), run_dir.display()))?;
-    Ok(())
+    let built = tasks::build(task, cfg, &TaskInputs::new(data, device.clone()))?;
+    built.task.write_fresh_run(built.stored, cfg.train(), run_dir)
 }
 
 /// `--data`, or a generated dataset of `frame`-sized frames in `tmp/data`.
@@ -157,25 +124,43 @@ fn data_dir(a: &TrainBenchArgs, tmp: &Path, frame: FrameShape, seq_len: usize) -
     Ok(dir)
 }
 
-/// A frame shape from a model config's fields.
-fn frame(height: usize, width: usize, channels: usize) -> FrameShape {
-    FrameShape { height, width, channels }
+/// One line describing the model of a run config.
+fn describe(cfg: &dyn RunConfig) -> String {
+    let any = cfg.as_any();
+    if let Some(c) = any.downcast_ref::<TokenizerRunConfig>() {
+        return format!("tokenizer {}", describe_tokenizer(&c.model));
+    }
+    if let Some(c) = any.downcast_ref::<LamRunConfig>() {
+        return format!("LAM {}", describe_lam(&c.model));
+    }
+    if let Some(c) = any.downcast_ref::<DynamicsRunConfig>() {
+        let m = &c.model;
+        return format!(
+            "{:?} dynamics width {}, FFN {}, {} heads, {} blocks, action dim {}",
+            m.kind, m.model_dim, m.ffn_dim, m.num_heads, m.num_blocks, m.action_dim
+        );
+    }
+    format!("{} model", cfg.kind())
 }
 
 /// One line describing a tokenizer architecture.
 fn describe_tokenizer(m: &TokenizerConfig) -> String {
+    let c = m.coder();
+    let latents = match m {
+        TokenizerConfig::Vq(vq) => format!("{} codes", vq.num_codes),
+        TokenizerConfig::Mae(_) => format!("MAE latent {}", c.latent_dim),
+    };
     format!(
-        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {} codes",
-        m.height,
-        m.width,
-        m.channels,
-        m.patch,
-        m.model_dim,
-        m.ffn_dim,
-        m.num_heads,
-        m.encoder_blocks,
-        m.decoder_blocks,
-        m.num_codes
+        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {latents}",
+        c.height,
+        c.width,
+        c.channels,
+        c.patch,
+        c.model_dim,
+        c.ffn_dim,
+        c.num_heads,
+        c.encoder_blocks,
+        c.decoder_blocks,
     )
 }
 

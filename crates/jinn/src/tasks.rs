@@ -1,0 +1,212 @@
+//! The registry of world-model training tasks: one table, [`TASKS`], from a task name and
+//! model kind to the function that loads its run config and the function that builds its
+//! [`TrainTask`]. `jinn train tokenizer|mae|lam|dynamics`, `jinn demo` (its stages) and
+//! `jinn bench train` all look tasks up here, so a new model kind is one row.
+//!
+//! A task name (`tokenizer`, `lam`, `dynamics`) has one run config type; the config's
+//! `model.kind` (`vq` or `mae`; `maskgit`, `causal` or `diffusion`) picks the row that builds
+//! the task. The text and graph models (`jinn train lm|graph`) have their own commands.
+
+mod erased;
+
+pub use erased::{AnyTask, RunConfig};
+
+use anyhow::Context;
+use burn::tensor::Device;
+use jinn_train::train_loop::TrainTask;
+use jinn_world::{
+    assemble_diffusion_genie, assemble_genie, ActionSource, DiffusionTask, DynamicsConfig, DynamicsRunConfig,
+    DynamicsTask, GenieConfig, GenieRunConfig, LamRunConfig, LamTask, MaeTask, TokenizerRunConfig,
+    TokenizerTask,
+};
+use serde::{de::DeserializeOwned, Serialize};
+use std::path::Path;
+
+/// Loads a run config from a TOML file (built-in defaults without one) and `--set` overrides.
+pub type LoadConfig = fn(Option<&Path>, &[String]) -> anyhow::Result<Box<dyn RunConfig>>;
+
+/// One registry row.
+pub struct TaskEntry {
+    /// `jinn train NAME`, the demo's stage `NAME`, `jinn bench train --task NAME`.
+    pub task: &'static str,
+    /// The `model.kind` this row builds (the task name for a task of one kind).
+    pub kind: &'static str,
+    /// Load the task's run config from a TOML file (built-in defaults without one) and
+    /// `--set KEY=VALUE` overrides.
+    pub load: LoadConfig,
+    /// Build the task from its run config (of this row's task and kind) and the inputs.
+    pub build: fn(&dyn RunConfig, &TaskInputs<'_>) -> anyhow::Result<Built>,
+}
+
+/// Every world-model training task, one row per model kind.
+pub const TASKS: &[TaskEntry] = &[
+    TaskEntry {
+        task: "tokenizer",
+        kind: "vq",
+        load: load::<TokenizerRunConfig>,
+        build: |c, i| from_config(c, i, TokenizerTask::from_config),
+    },
+    TaskEntry {
+        task: "tokenizer",
+        kind: "mae",
+        load: load::<TokenizerRunConfig>,
+        build: |c, i| from_config(c, i, MaeTask::from_config),
+    },
+    TaskEntry {
+        task: "lam",
+        kind: "lam",
+        load: load::<LamRunConfig>,
+        build: |c, i| from_config(c, i, LamTask::from_config),
+    },
+    TaskEntry {
+        task: "dynamics",
+        kind: "maskgit",
+        load: load::<DynamicsRunConfig>,
+        build: |c, i| world_model(c, i, assemble_genie, DynamicsTask::new),
+    },
+    TaskEntry {
+        task: "dynamics",
+        kind: "causal",
+        load: load::<DynamicsRunConfig>,
+        build: |c, i| world_model(c, i, assemble_genie, DynamicsTask::new),
+    },
+    TaskEntry {
+        task: "dynamics",
+        kind: "diffusion",
+        load: load::<DynamicsRunConfig>,
+        build: |c, i| world_model(c, i, assemble_diffusion_genie, DiffusionTask::new),
+    },
+];
+
+/// What a task is built from besides its run config.
+pub struct TaskInputs<'a> {
+    /// Dataset directory (`train/`, and `val/` when validating).
+    pub data: &'a Path,
+    /// Autodiff device of the model.
+    pub device: Device,
+    /// World models: the tokenizer run they are assembled on.
+    pub tokenizer: Option<&'a Path>,
+    /// World models: where the actions come from.
+    pub actions: Actions<'a>,
+}
+
+impl<'a> TaskInputs<'a> {
+    /// Inputs of a task that needs only data and a device.
+    pub fn new(data: &'a Path, device: Device) -> Self {
+        TaskInputs { data, device, tokenizer: None, actions: Actions::CoTrain }
+    }
+}
+
+/// Where a world model's actions come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Actions<'a> {
+    /// A trained LAM run (frozen).
+    LamRun(&'a Path),
+    /// A LAM of the run config's `lam` architecture, co-trained.
+    CoTrain,
+    /// Recorded actions from a space of this size.
+    GroundTruth(usize),
+}
+
+/// A built task and the run config its checkpoints store.
+pub struct Built {
+    /// The task.
+    pub task: Box<dyn AnyTask>,
+    /// The resolved run config stored in checkpoints (a world model's holds the assembled
+    /// model config).
+    pub stored: serde_json::Value,
+}
+
+/// The names of the registered tasks, in table order, without repeats.
+pub fn task_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = TASKS.iter().map(|e| e.task).collect();
+    names.dedup();
+    names
+}
+
+/// Load `task`'s run config from `file` (defaults without one) and `--set` overrides.
+pub fn load_config(task: &str, file: Option<&Path>, sets: &[String]) -> anyhow::Result<Box<dyn RunConfig>> {
+    let Some(entry) = TASKS.iter().find(|e| e.task == task) else {
+        anyhow::bail!("unknown task `{task}`; expected one of {}", task_names().join(", "));
+    };
+    (entry.load)(file, sets)
+}
+
+/// Build `task` from `cfg` (loaded by [`load_config`]) with the row of the kind it selects.
+pub fn build(task: &str, cfg: &dyn RunConfig, inputs: &TaskInputs<'_>) -> anyhow::Result<Built> {
+    let kind = cfg.kind();
+    let rows: Vec<&TaskEntry> = TASKS.iter().filter(|e| e.task == task).collect();
+    let Some(entry) = rows.iter().find(|e| e.kind == kind) else {
+        let kinds: Vec<&str> = rows.iter().map(|e| e.kind).collect();
+        anyhow::bail!(
+            "model.kind `{kind}`: no {task} task of that kind; expected one of {}",
+            kinds.join(", ")
+        );
+    };
+    (entry.build)(cfg, inputs)
+}
+
+/// [`jinn_train::config::load`] into a boxed [`RunConfig`].
+fn load<C: RunConfig + Serialize + DeserializeOwned + Default>(
+    file: Option<&Path>,
+    sets: &[String],
+) -> anyhow::Result<Box<dyn RunConfig>> {
+    Ok(Box::new(jinn_train::config::load::<C>(file, sets)?))
+}
+
+/// `cfg` as the run config type `C` its row loads.
+fn concrete<C: RunConfig>(cfg: &dyn RunConfig) -> &C {
+    cfg.as_any().downcast_ref::<C>().expect("a row builds the config type its task loads")
+}
+
+/// A task built from its run config alone (`from_config(cfg, data, device)`), storing that
+/// config.
+fn from_config<C: RunConfig, T: TrainTask + 'static>(
+    cfg: &dyn RunConfig,
+    inputs: &TaskInputs<'_>,
+    new: fn(&C, &Path, Device) -> jinn_train::Result<T>,
+) -> anyhow::Result<Built> {
+    let task = new(concrete::<C>(cfg), inputs.data, inputs.device.clone())
+        .with_context(|| format!("setting up the `{}` task on {}", cfg.kind(), inputs.data.display()))?;
+    Ok(Built { task: Box::new(task), stored: cfg.to_json() })
+}
+
+/// Assembles a world model `G` on a tokenizer run, with its action source, and returns its
+/// resolved config.
+type Assemble<G> =
+    fn(&Path, ActionSource<'_>, &DynamicsConfig, &Device) -> jinn_train::Result<(G, GenieConfig)>;
+
+/// A world-model task: the model assembled by `assemble` on `inputs.tokenizer` and
+/// `inputs.actions` (fresh parts drawn from `train.seed`), trained by the task `new` builds;
+/// it stores the resolved [`GenieRunConfig`].
+fn world_model<G: burn::module::Module, T: TrainTask + 'static>(
+    cfg: &dyn RunConfig,
+    inputs: &TaskInputs<'_>,
+    assemble: Assemble<G>,
+    new: fn(&GenieRunConfig, &Path, G) -> jinn_train::Result<T>,
+) -> anyhow::Result<Built> {
+    let cfg = concrete::<DynamicsRunConfig>(cfg);
+    let tokenizer = inputs.tokenizer.context("a world model needs a tokenizer run (--tokenizer)")?;
+    let source = match inputs.actions {
+        Actions::LamRun(dir) => ActionSource::LamRun(dir),
+        Actions::CoTrain => ActionSource::CoTrain(cfg.lam.clone()),
+        Actions::GroundTruth(num_actions) => ActionSource::GroundTruth { num_actions },
+    };
+    let device = &inputs.device;
+    let seed = jinn_data::rng::derive_seed(cfg.train.seed, "init", 0);
+    let mut assembled = None;
+    let model = jinn_nn::init::seeded_init(device, seed, || {
+        let (model, genie_cfg) = assemble(tokenizer, source, &cfg.model, device)?;
+        assembled = Some(genie_cfg);
+        Ok::<_, jinn_train::TrainError>(model)
+    })
+    .with_context(|| format!("assembling the world model from tokenizer run {}", tokenizer.display()))?;
+    let model_cfg = assembled.expect("set by a successful assembly");
+    let run_cfg = GenieRunConfig { model: model_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
+    let task = new(&run_cfg, inputs.data, model)
+        .with_context(|| format!("setting up dynamics training on {}", inputs.data.display()))?;
+    Ok(Built { task: Box::new(task), stored: jinn_train::config::to_json(&run_cfg) })
+}
+
+#[cfg(test)]
+mod tests;
