@@ -115,7 +115,7 @@ fn params(run: &Path, config: &Path, step: u64) -> Vec<f32> {
     let cfg: TokenizerRunConfig = jinn_train::config::load(Some(config), &[]).unwrap();
     let device = Device::flex();
     let ckpt = Checkpoint::open(&run.join(step_dir_name(step))).unwrap();
-    let model = ckpt.load_model(cfg.model.init(&device).unwrap()).unwrap();
+    let model = ckpt.load_model(cfg.model.vq().unwrap().init(&device).unwrap()).unwrap();
     struct Values(Vec<f32>);
     impl ModuleVisitor for Values {
         fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
