@@ -96,6 +96,9 @@ pub struct WorldEval {
     rollout_ssim: Vec<f64>,
     random_psnr: Vec<f64>,
     random_ssim: Vec<f64>,
+    /// Per-frame sums of the copy-last-context-frame baseline.
+    copy_psnr: Vec<f64>,
+    copy_ssim: Vec<f64>,
     /// `(LAM code, recorded action)` of every transition seen.
     lam_codes: Vec<i64>,
     true_actions: Vec<i64>,
@@ -130,6 +133,11 @@ pub struct WorldMetrics {
     pub random_action_psnr: f64,
     /// Mean rollout SSIM with uniformly random actions.
     pub random_action_ssim: f64,
+    /// Mean PSNR of copying the last context frame into every generated frame: the baseline
+    /// a rollout must beat (a static scene scores well here).
+    pub copy_last_frame_psnr: f64,
+    /// Mean SSIM of the same copy.
+    pub copy_last_frame_ssim: f64,
     /// Controllability `rollout_psnr − random_action_psnr` (dB).
     pub delta_psnr: f64,
     /// ΔPSNR per generated frame.
@@ -173,6 +181,8 @@ impl WorldEval {
             rollout_ssim: vec![0.0; g],
             random_psnr: vec![0.0; g],
             random_ssim: vec![0.0; g],
+            copy_psnr: vec![0.0; g],
+            copy_ssim: vec![0.0; g],
             lam_codes: Vec::new(),
             true_actions: Vec::new(),
             objects,
@@ -271,12 +281,12 @@ impl WorldEval {
         // Rollout with the inferred actions.
         let decoded = to_u8(world.rollout(context.clone(), actions.clone(), s, &sampler).map_err(model_err)?);
         score_frames(truth, &decoded, shape, [b, s], c..s, &mut self.rollout_psnr, &mut self.rollout_ssim)?;
+        let copied = copy_last_frame(truth, fb, [b, s], c); // [b, s, h, w, c] u8
+        score_frames(truth, &copied, shape, [b, s], c..s, &mut self.copy_psnr, &mut self.copy_ssim)?;
         let object_err = |e: jinn_data::DataError| TrainError::config("objects", e.to_string());
         if let Some(o) = &mut self.objects {
             o.rollout.add(truth, &decoded, shape, [b, s], c).map_err(object_err)?;
-            o.copy_last_frame
-                .add(truth, &copy_last_frame(truth, fb, [b, s], c), shape, [b, s], c)
-                .map_err(object_err)?;
+            o.copy_last_frame.add(truth, &copied, shape, [b, s], c).map_err(object_err)?;
             let reconstruction = to_u8(world.decode(encoded.clone()).map_err(model_err)?);
             o.reconstruction.add(truth, &reconstruction, shape, [b, s], c).map_err(object_err)?;
         }
@@ -339,6 +349,8 @@ impl WorldEval {
             rollout_ssim: mean(&per_frame(&self.rollout_ssim)),
             random_action_psnr: mean(&random_psnr),
             random_action_ssim: mean(&per_frame(&self.random_ssim)),
+            copy_last_frame_psnr: mean(&per_frame(&self.copy_psnr)),
+            copy_last_frame_ssim: mean(&per_frame(&self.copy_ssim)),
             delta_psnr: mean(&delta),
             delta_psnr_per_frame: delta,
             rollout_psnr_per_frame: rollout_psnr,
@@ -404,7 +416,9 @@ fn random_actions<'a>(
 }
 
 /// Add PSNR/SSIM of frames `range` of `b` clips (`[b, s, h, w, c]` u8, truth vs generated)
-/// to the per-frame sums (index `t − range.start`).
+/// to the per-frame sums (index `t − range.start`). Identical frames (a copied frame of a
+/// static scene) count the largest finite PSNR of the frame size, that of one value off by one
+/// unit ([`finite_psnr_cap`]), so means stay finite.
 fn score_frames(
     truth: &[u8],
     generated: &[u8],
@@ -418,11 +432,18 @@ fn score_frames(
     for bi in 0..b {
         for t in range.clone() {
             let at = (bi * s + t) * fb..(bi * s + t + 1) * fb;
-            psnr_sums[t - range.start] += psnr(&truth[at.clone()], &generated[at.clone()], shape)?;
+            let p = psnr(&truth[at.clone()], &generated[at.clone()], shape)?;
+            psnr_sums[t - range.start] += p.min(finite_psnr_cap(shape));
             ssim_sums[t - range.start] += ssim(&truth[at.clone()], &generated[at], shape)?;
         }
     }
     Ok(())
+}
+
+/// The PSNR (dB) of two u8 frames of `shape` that differ by one unit in one value:
+/// `10·log10(255² · H·W·C)`, the largest below infinity.
+fn finite_psnr_cap(shape: FrameShape) -> f64 {
+    10.0 * (255.0f64 * 255.0 * shape.frame_bytes() as f64).log10()
 }
 
 #[cfg(test)]

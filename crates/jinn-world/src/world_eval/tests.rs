@@ -209,3 +209,33 @@ fn lam_only_clips_add_the_same_code_action_pairs() {
     let (f, m) = (full.finish().unwrap(), mixed.finish().unwrap());
     assert_eq!((f.nmi, f.code_action_counts), (m.nmi, m.code_action_counts));
 }
+
+#[test]
+fn copy_last_frame_baseline_is_the_naive_psnr_of_the_repeated_frame() {
+    let (_, both, eval) = evaluated_two_clips();
+    let m = eval.finish().unwrap();
+    let fb = both.frame_shape.frame_bytes();
+    let (c, s) = (config().context, S);
+    let mut sum = 0.0;
+    for bi in 0..2 {
+        let last = &both.videos[(bi * s + c - 1) * fb..(bi * s + c) * fb];
+        for t in c..s {
+            let frame = &both.videos[(bi * s + t) * fb..(bi * s + t + 1) * fb];
+            let mse =
+                frame.iter().zip(last).map(|(&x, &y)| ((x as f64 - y as f64) / 255.0).powi(2)).sum::<f64>()
+                    / fb as f64;
+            let cap = 10.0 * (255.0f64 * 255.0 * fb as f64).log10();
+            sum += if mse == 0.0 { cap } else { -10.0 * mse.log10() };
+        }
+    }
+    let naive = sum / (2 * (s - c)) as f64;
+    assert!((naive - m.copy_last_frame_psnr).abs() < 1e-9, "{naive} vs {}", m.copy_last_frame_psnr);
+    assert!(m.copy_last_frame_ssim.is_finite() && m.copy_last_frame_ssim <= 1.0, "{m:?}");
+    // A frame one unit off in one value scores the cap that identical frames take.
+    let shape = both.frame_shape;
+    let a = vec![7u8; fb];
+    let mut b = a.clone();
+    b[3] += 1;
+    let one_off = jinn_data::metrics::psnr(&a, &b, shape).unwrap();
+    assert!((one_off - finite_psnr_cap(shape)).abs() < 1e-9, "{one_off}");
+}

@@ -219,6 +219,7 @@ pub fn print_table(m: &WorldMetrics) {
         ("rollout PSNR (dB, LAM actions)", format!("{:.2}", m.rollout_psnr), "≥ 25"),
         ("rollout SSIM", format!("{:.4}", m.rollout_ssim), ""),
         ("rollout PSNR (dB, random actions)", format!("{:.2}", m.random_action_psnr), ""),
+        ("PSNR (dB, copy last context frame)", format!("{:.2}", m.copy_last_frame_psnr), "< rollout"),
         ("controllability ΔPSNR (dB)", format!("{:.2}", m.delta_psnr), "≥ 1"),
         ("NMI(LAM codes, true actions), geometric", opt(m.nmi), "≥ 0.5"),
         ("NMI, arithmetic", opt(m.nmi_arithmetic), ""),
