@@ -18,6 +18,7 @@ pub mod sample;
 pub mod step_macs;
 mod streams;
 pub mod tokenizer;
+mod vq_metrics;
 pub mod world_eval;
 pub mod world_model;
 

@@ -35,12 +35,12 @@ use crate::data::{
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
 use crate::nmi::{nmi, pair_transitions, Normalisation};
+use crate::vq_metrics::VqSums;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
-use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
@@ -126,13 +126,10 @@ impl LamTask {
         &self,
         out: &LamOutput,
         batch: &Batch,
-        sums: &mut Sums,
+        sums: &mut VqSums,
         images: bool,
     ) -> Result<CodeUsage> {
-        sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
-        sums.mse += out.mse.clone().into_scalar::<f32>() as f64;
-        sums.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
-        sums.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
+        sums.add_losses(&out.loss, &out.mse, &out.q_loss, &out.commitment);
         if images {
             let s = batch.frame_shape;
             let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t−1, h, w, c]
@@ -142,18 +139,11 @@ impl LamTask {
                 .chunks(clip)
                 .flat_map(|c| c[s.frame_bytes()..].iter().map(|&v| v as f32 / 255.0))
                 .collect(); // frames 1..T−1 of every clip
-            sums.psnr += mean_psnr(&recon, &gt, s)?;
-            sums.ssim += mean_ssim(&recon, &gt, s)?;
-            sums.image_count += 1;
+            sums.add_images(&recon, &gt, s)?;
         }
         let usage =
             CodeUsage::from_indices(out.indices.clone(), self.model.num_codes()).map_err(model_err)?;
-        if sums.code_counts.is_empty() {
-            sums.code_counts = usage.counts.clone();
-        } else {
-            sums.code_counts.iter_mut().zip(&usage.counts).for_each(|(a, c)| *a += c);
-        }
-        sums.count += 1;
+        sums.add_codes(&usage);
         Ok(usage)
     }
 }
@@ -176,40 +166,6 @@ fn collect_code_action_pairs(
 /// Code indices `[b·(t−1)]` on the host.
 fn host_ids(indices: &Tensor<1, Int>) -> Vec<i64> {
     indices.clone().try_into_vec_as::<i64>().expect("integer tensor data")
-}
-
-/// Running sums of per-forward metrics.
-#[derive(Default)]
-struct Sums {
-    loss: f64,
-    mse: f64,
-    q_loss: f64,
-    commitment: f64,
-    psnr: f64,
-    ssim: f64,
-    code_counts: Vec<u64>,
-    count: usize,
-    image_count: usize,
-}
-
-impl Sums {
-    fn into_metrics(self) -> Metrics {
-        let n = self.count.max(1) as f64;
-        let usage = CodeUsage { counts: self.code_counts }.fraction_used();
-        let mut metrics = Metrics::from([
-            ("loss".to_string(), self.loss / n),
-            ("mse".to_string(), self.mse / n),
-            ("q_loss".to_string(), self.q_loss / n),
-            ("commitment_loss".to_string(), self.commitment / n),
-            ("codebook_usage".to_string(), usage),
-        ]);
-        if self.image_count > 0 {
-            let n = self.image_count as f64;
-            metrics.insert("psnr".to_string(), self.psnr / n);
-            metrics.insert("ssim".to_string(), self.ssim / n);
-        }
-        metrics
-    }
 }
 
 impl TrainTask for LamTask {
@@ -240,7 +196,7 @@ impl TrainTask for LamTask {
         let videos = videos(&batch, &self.device); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
         let out = self.model.forward_train(videos, &streams).map_err(model_err)?;
-        let mut sums = Sums::default();
+        let mut sums = VqSums::default();
         let usage = self.host_metrics(&out, &batch, &mut sums, ctx.logged)?;
         let step_usage =
             self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; usage.counts.len()] });
@@ -276,7 +232,7 @@ impl TrainTask for LamTask {
         let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let device = model.vq.codebook.val().device();
-        let mut sums = Sums::default();
+        let mut sums = VqSums::default();
         let (mut codes, mut truth) = (Vec::new(), Vec::new());
         let (mut hindsight_codes, mut hindsight_truth) = (Vec::new(), Vec::new());
         let (mut named, mut transitions) = (0usize, 0usize);

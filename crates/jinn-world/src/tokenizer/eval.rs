@@ -6,86 +6,37 @@
 
 use crate::data::{model_err, next_batch, to_u8};
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerOutput};
+use crate::vq_metrics::VqSums;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};
-use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_nn::CodeUsage;
 use jinn_train::train_loop::Metrics;
 use jinn_train::Result;
 use std::path::Path;
 
-/// Running sums of per-forward metrics.
-#[derive(Default)]
-pub(crate) struct Sums {
-    loss: f64,
-    mse: f64,
-    q_loss: f64,
-    commitment: f64,
-    psnr: f64,
-    ssim: f64,
-    code_counts: Vec<u64>,
-    /// Forwards summed into the loss terms.
-    count: usize,
-    /// Forwards summed into `psnr`, `ssim` and `code_counts`.
-    image_count: usize,
-}
-
-impl Sums {
-    /// Add the host-side metrics of one forward `out` of `batch`: the loss terms always; PSNR,
-    /// SSIM and code counts (over a codebook of `num_codes`) only when `images` — they cost a
-    /// copy of the reconstruction and a few % of a training step, so training computes them on
-    /// logged steps only.
-    pub(crate) fn add(
-        &mut self,
-        out: &TokenizerOutput,
-        batch: &Batch,
-        num_codes: usize,
-        images: bool,
-    ) -> Result<()> {
-        self.loss += out.loss.clone().into_scalar::<f32>() as f64;
-        self.mse += out.mse.clone().into_scalar::<f32>() as f64;
-        self.q_loss += out.q_loss.clone().into_scalar::<f32>() as f64;
-        self.commitment += out.commitment.clone().into_scalar::<f32>() as f64;
-        self.count += 1;
-        if !images {
-            return Ok(());
-        }
-        let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
-        let shape = batch.frame_shape;
-        let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect(); // [b, t, h, w, c]
-        self.psnr += mean_psnr(&recon, &gt, shape)?;
-        self.ssim += mean_ssim(&recon, &gt, shape)?;
-        let [b, t, n] = out.indices.dims();
-        let usage = CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes)
-            .map_err(model_err)?;
-        if self.code_counts.is_empty() {
-            self.code_counts = usage.counts;
-        } else {
-            self.code_counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
-        }
-        self.image_count += 1;
-        Ok(())
+/// Add the host-side metrics of one forward `out` of `batch` to `sums`: the loss terms always;
+/// PSNR, SSIM and code counts (over a codebook of `num_codes`) only when `images` — they cost a
+/// copy of the reconstruction and a few % of a training step, so training computes them on
+/// logged steps only.
+pub(crate) fn add_forward(
+    sums: &mut VqSums,
+    out: &TokenizerOutput,
+    batch: &Batch,
+    num_codes: usize,
+    images: bool,
+) -> Result<()> {
+    sums.add_losses(&out.loss, &out.mse, &out.q_loss, &out.commitment);
+    if !images {
+        return Ok(());
     }
-
-    /// Means over the forwards added (codebook usage over all of them); the image metrics only
-    /// when some forward added them.
-    pub(crate) fn into_metrics(self) -> Metrics {
-        let n = self.count.max(1) as f64;
-        let mut metrics = Metrics::from([
-            ("loss".to_string(), self.loss / n),
-            ("mse".to_string(), self.mse / n),
-            ("q_loss".to_string(), self.q_loss / n),
-            ("commitment_loss".to_string(), self.commitment / n),
-        ]);
-        if self.image_count > 0 {
-            let n = self.image_count as f64;
-            let usage = CodeUsage { counts: self.code_counts }.fraction_used();
-            metrics.insert("psnr".to_string(), self.psnr / n);
-            metrics.insert("ssim".to_string(), self.ssim / n);
-            metrics.insert("codebook_usage".to_string(), usage);
-        }
-        metrics
-    }
+    let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
+    let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect(); // [b, t, h, w, c]
+    sums.add_images(&recon, &gt, batch.frame_shape)?;
+    let [b, t, n] = out.indices.dims();
+    let usage =
+        CodeUsage::from_indices(out.indices.clone().reshape([b * t * n]), num_codes).map_err(model_err)?;
+    sums.add_codes(&usage);
+    Ok(())
 }
 
 /// The batch's clips as a `[B, T, H, W, C]` tensor in `[0, 1]` on `model`'s device.
@@ -101,11 +52,11 @@ fn batch_videos(model: &Tokenizer, batch: &Batch, clips: usize) -> burn::tensor:
 /// Reconstruction metrics of `model` (pass `model.valid()`: no autodiff, no dropout) over the
 /// next `batches` batches of `loader`.
 pub fn evaluate(model: &Tokenizer, loader: &mut Loader, batches: usize) -> Result<Metrics> {
-    let mut sums = Sums::default();
+    let mut sums = VqSums::default();
     for _ in 0..batches {
         let batch = next_batch(loader)?;
         let out = model.forward_eval(batch_videos(model, &batch, batch.batch_size)).map_err(model_err)?;
-        sums.add(&out, &batch, model.num_codes(), true)?;
+        add_forward(&mut sums, &out, &batch, model.num_codes(), true)?;
     }
     Ok(sums.into_metrics())
 }

@@ -26,8 +26,9 @@ use crate::data::{
     self, model_err, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters,
     val_loader, videos, DataConfig, TrainStream,
 };
-use crate::tokenizer::eval::{evaluate, write_recon_gif, Sums};
+use crate::tokenizer::eval::{add_forward, evaluate, write_recon_gif};
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TOKENIZER_KIND};
+use crate::vq_metrics::VqSums;
 use burn::module::Module;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
@@ -161,8 +162,8 @@ impl TrainTask for TokenizerTask {
             (out, Objective::Loss(loss))
         };
         let num_codes = self.model.num_codes();
-        let mut sums = Sums::default();
-        sums.add(&out, &batch, num_codes, ctx.logged)?;
+        let mut sums = VqSums::default();
+        add_forward(&mut sums, &out, &batch, num_codes, ctx.logged)?;
         if self.tracker.is_some() {
             let [b, t, n] = out.indices.dims();
             let usage =
