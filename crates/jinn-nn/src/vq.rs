@@ -61,7 +61,7 @@ impl VectorQuantizerConfig {
         }
         let (k, l) = (self.num_codes, self.code_dim);
         let codebook = init::lazy_param([k, l], device, move |dev| {
-            let c = Tensor::<2>::random([k, l], Distribution::Normal(0.0, 1.0), dev); // [k, l]
+            let c = init::host_random([k, l], Distribution::Normal(0.0, 1.0), dev); // [k, l]
             let norm = c.clone().powi_scalar(2).sum_dim(1).sqrt(); // [k, 1]
             c / norm
         });

@@ -25,7 +25,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use jinn_data::rng::SampleStreams;
-use jinn_nn::init::{lazy_param, linear};
+use jinn_nn::init::{host_random, lazy_param, linear};
 use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
 use rand::Rng;
 
@@ -64,7 +64,7 @@ impl DynamicsConfig {
         let std = 1.0 / (l as f64).sqrt();
         Ok(DiffusionDynamics {
             level_embed: lazy_param([k, l], device, move |d| {
-                Tensor::random([k, l], Distribution::Normal(0.0, std), d)
+                host_random([k, l], Distribution::Normal(0.0, std), d)
             }),
             action_up: linear(action_dim, l, device),
             transformer: AxialTransformerConfig::new(

@@ -21,7 +21,7 @@ pub use token_loss::{changed_token_weights, weighted_token_losses, TokenLosses};
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
-use jinn_nn::init::{lazy_param, linear};
+use jinn_nn::init::{host_random, lazy_param, linear};
 use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
 use jinn_nn::{linear_rows, AxialTransformer, AxialTransformerConfig, NnError};
 use serde::{Deserialize, Serialize};
@@ -170,15 +170,14 @@ impl DynamicsConfig {
         let (v, m) = (num_codes, self.model_dim);
         let causal = self.kind == DynamicsKind::Causal;
         let std = 1.0 / (m as f64).sqrt();
-        let token_embed = lazy_param([v, m], device, move |dev| {
-            Tensor::random([v, m], Distribution::Normal(0.0, std), dev)
-        });
+        let token_embed =
+            lazy_param([v, m], device, move |dev| host_random([v, m], Distribution::Normal(0.0, std), dev));
         let previous_embed = self.previous_frame_input.then(|| {
-            lazy_param([v, m], device, move |dev| Tensor::random([v, m], Distribution::Normal(0.0, std), dev))
+            lazy_param([v, m], device, move |dev| host_random([v, m], Distribution::Normal(0.0, std), dev))
         });
         let bound = 3f64.sqrt();
         let mask_token = (!causal).then(|| {
-            lazy_param([m], device, move |dev| Tensor::random([m], Distribution::Uniform(-bound, bound), dev))
+            lazy_param([m], device, move |dev| host_random([m], Distribution::Uniform(-bound, bound), dev))
         });
         // A reversible model keeps the transformer's stem and head and replaces its blocks.
         let axial_blocks = if self.reversible { 0 } else { self.num_blocks };

@@ -25,7 +25,7 @@ use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_data::rng::SampleStreams;
-use jinn_nn::init::lazy_param;
+use jinn_nn::init::{host_random, lazy_param};
 use jinn_nn::NnError;
 use jinn_train::checkpoint::{latest_good, Checkpoint};
 use jinn_train::{Result, TrainError};
@@ -152,7 +152,7 @@ fn embedding_table(k: usize, la: usize, device: &Device) -> std::result::Result<
         });
     }
     let std = 1.0 / (la as f64).sqrt();
-    Ok(lazy_param([k, la], device, move |d| Tensor::random([k, la], Distribution::Normal(0.0, std), d)))
+    Ok(lazy_param([k, la], device, move |d| host_random([k, la], Distribution::Normal(0.0, std), d)))
 }
 
 /// The LAM must see the tokenizer's frames.

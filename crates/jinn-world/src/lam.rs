@@ -30,7 +30,7 @@ use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::activation::sigmoid;
 use jinn_nn::host_mse::mean_squared_error;
-use jinn_nn::init::{lazy_param, linear, zero_linear};
+use jinn_nn::init::{host_random, lazy_param, linear, zero_linear};
 use jinn_nn::{
     linear_rows, patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
     ResetTarget, VectorQuantizer, VectorQuantizerConfig, VqOutput,
@@ -195,7 +195,7 @@ impl LamConfig {
         // LeCun uniform with fan_in 1: U(−√3, √3) per element (flax's init of Jasmine's `action_in`).
         let bound = 3f64.sqrt();
         let action_in = lazy_param([p], device, move |dev| {
-            Tensor::random([p], Distribution::Uniform(-bound, bound), dev) // [p]
+            host_random([p], Distribution::Uniform(-bound, bound), dev) // [p]
         });
         Ok(Lam {
             action_in,

@@ -87,7 +87,9 @@ fn check_bench(
     assert!(slow * 0.998 <= rate && rate <= fast * 1.002, "step rate: {out}");
     // `compute floor: F ms/step (…); the T ms target needs R GFLOP/s over the whole step, …`
     let floor = numbers(&out, "compute floor:");
-    assert!(close(floor[0], gflop / peak_rate * 1e3), "floor: {out}");
+    // The peak is printed to 0.1 GFLOP/s: on a slow or busy host that is only three digits.
+    let peak_rounding = 0.05 / peak_rate;
+    assert!((floor[0] - gflop / peak_rate * 1e3).abs() <= (2e-3 + peak_rounding) * floor[0], "floor: {out}");
     assert!((floor[1] - target.0.round()).abs() < 1e-9, "floor target: {out}");
     assert!(close(floor[2], gflop / (target.0 / 1e3)), "rate the target needs: {out}");
     (out, median, peak)

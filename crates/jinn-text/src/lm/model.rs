@@ -11,10 +11,10 @@
 //!   ([`jinn_nn::reversible::causal_subnets`]), so both have the same parameter count.
 
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, Linear};
+use burn::nn::{Embedding, LayerNorm, Linear};
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_nn::host_norm::layer_norm;
 use jinn_nn::init;
 use jinn_nn::linear_rows;
@@ -101,7 +101,12 @@ impl LmModelConfig {
             }
         };
         Ok(LanguageModel {
-            embed: EmbeddingConfig::new(vocab_size, w).init(device),
+            // N(0, 1), Burn's embedding default, drawn on the host like every parameter.
+            embed: Embedding {
+                weight: init::lazy_param([vocab_size, w], device, move |d| {
+                    init::host_random([vocab_size, w], Distribution::Normal(0.0, 1.0), d)
+                }),
+            },
             rsf,
             standard,
             norm: init::layer_norm(w, device),

@@ -3,8 +3,8 @@
 
 use crate::mae::MaeTokenizer;
 use crate::tokenizer::CoderConfig;
-use burn::tensor::{Device, Distribution, Tensor};
-use jinn_nn::init::lazy_param;
+use burn::tensor::{Device, Distribution};
+use jinn_nn::init::{host_random, lazy_param};
 use jinn_nn::NnError;
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +45,7 @@ impl MaeConfig {
             encoder: c.encoder(p, device)?,
             decoder: c.decoder(p, device)?,
             mask_patch: lazy_param([p], device, move |d| {
-                Tensor::random([p], Distribution::Uniform(-bound, bound), d)
+                host_random([p], Distribution::Uniform(-bound, bound), d)
             }),
             patch: c.patch,
             height: c.height,

@@ -64,7 +64,7 @@ fn offline_frame(
 #[test]
 fn a_step_conditions_the_dynamics_as_the_offline_sampler_does() {
     let mut told_apart = 0;
-    for seed in 0..4 {
+    for seed in 0..8 {
         let genie = tiny_genie(seed);
         let sampler = SamplerConfig { maskgit_steps: 3, argmax: true, seed: 5, ..SamplerConfig::default() };
         let world = GenieWorld::new(genie.clone(), "tiny".into(), 4, None, sampler.clone(), Some(3)).unwrap();
