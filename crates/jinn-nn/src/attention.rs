@@ -2,28 +2,22 @@
 //!
 //! Separate Q, K, V projections `M → (H, M/H)` and an output projection `(H, M/H) → M`, all
 //! with bias; scores `q·kᵀ / sqrt(M/H)`, softmax, weighted sum of V; optional causal mask. No
-//! QK-norm, no RoPE, no dropout (Jasmine's dropout is a no-op). On the CPU backend in f32 the
-//! attention is [`crate::host_attention`]'s fused op, trained too, and self-attention projects
-//! Q, K and V in one matmul over the three weights side by side (the parameters stay three
-//! layers); elsewhere Burn's `burn::tensor::module::attention` ([`attend`]).
+//! QK-norm, no RoPE, no dropout (Jasmine's dropout is a no-op). The attention itself is
+//! [`crate::ops::self_attention`] / [`crate::ops::attention`] (the CPU kernel or Burn's op); the
+//! parameters stay four layers.
 //!
 //! For KV caches, [`MultiHeadAttention::project_rows`] / [`MultiHeadAttention::project_qkv`]
-//! and [`MultiHeadAttention::attend_projected`] / [`attend`] are public, so a decoder can project
-//! only new tokens and attend over cached keys/values.
+//! and [`MultiHeadAttention::attend_projected`] / [`crate::ops::attention_heads`] are public, so
+//! a decoder can project only new tokens and attend over cached keys/values.
 
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::Linear;
-use burn::tensor::module::attention;
-use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Tensor};
 
-use crate::dense::linear_rows;
 use crate::error::NnError;
-use crate::host_attention;
-use crate::host_linear;
-use crate::host_math::runs_on_host;
 use crate::init;
+use crate::ops::{self, linear_rows};
 
 /// Configuration of [`MultiHeadAttention`].
 #[derive(Config, Debug)]
@@ -81,35 +75,9 @@ pub struct MultiHeadAttention {
 impl MultiHeadAttention {
     /// Self-attention: `x` `[batch, seq, M]` → `[batch, seq, M]`.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        if let Some(qkv) = self.project_packed(x.clone()) {
-            #[cfg(test)]
-            {
-                let [b, s, m] = x.dims();
-                crate::mac_tally::record(crate::flops::attention_macs(b, s, m));
-            }
-            let attended = host_attention::attention_packed(qkv, self.num_heads, self.causal); // [batch, seq, M]
-            return linear_rows(&self.output, attended);
-        }
-        self.attend_rows(x.clone(), x, self.causal)
-    }
-
-    /// On the CPU backend in f32: the rows `[q | k | v]` of `x` `[batch, seq, M]` →
-    /// `[batch, seq, 3·M]`, one dense layer with the three projections' weights and biases side
-    /// by side (one matmul each way instead of three, and no sum of three input gradients).
-    /// `None` elsewhere, or when a projection has no bias.
-    fn project_packed(&self, x: Tensor<3>) -> Option<Tensor<3>> {
-        let layers = [&self.query, &self.key, &self.value];
-        let biases = layers.map(|l| l.bias.as_ref().map(|b| b.val()));
-        if !runs_on_host(&x) || biases.iter().any(Option::is_none) {
-            return None;
-        }
-        let [b, s, m] = x.dims();
-        let weight = Tensor::cat(layers.map(|l| l.weight.val()).to_vec(), 1); // [M, 3M]
-        let bias = Tensor::cat(biases.into_iter().flatten().collect(), 0); // [3M]
-        #[cfg(test)]
-        crate::mac_tally::record((b * s * m * 3 * m) as u64);
-        let qkv = host_linear::affine(x.reshape([b * s, m]), weight, bias); // [batch·seq, 3M]
-        Some(qkv.reshape([b, s, 3 * m]))
+        let projections = [&self.query, &self.key, &self.value];
+        let attended = ops::self_attention(x, projections, self.num_heads, self.causal); // [batch, seq, M]
+        linear_rows(&self.output, attended)
     }
 
     /// Unmasked attention of the rows of `queries` `[batch, seq_q, M]` over the rows of
@@ -128,28 +96,19 @@ impl MultiHeadAttention {
 
     /// Attention of projected queries `q` `[batch, seq_q, M]` over projected keys and values
     /// `[batch, seq, M]` (heads not split off, as [`MultiHeadAttention::project_rows`] gives
-    /// them), output projection applied → `[batch, seq_q, M]`. On the CPU backend one fused op
-    /// that keeps the heads in this layout (keys and values may be windows of a larger buffer,
-    /// as a KV cache's are); elsewhere the heads are split off for Burn's [`attend`].
+    /// them; keys and values may be windows of a larger buffer, as a KV cache's are), output
+    /// projection applied → `[batch, seq_q, M]`.
     pub fn attend_projected(&self, q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, causal: bool) -> Tensor<3> {
-        if runs_on_host(&q) {
-            #[cfg(test)]
-            {
-                let ([b, sq, m], sk) = (q.dims(), k.dims()[1]);
-                crate::mac_tally::record(crate::flops::attend_macs(b, sq, sk, m));
-            }
-            let attended = host_attention::attention(q, k, v, self.num_heads, causal); // [batch, seq_q, M]
-            return linear_rows(&self.output, attended);
-        }
-        let (q, k, v) = (self.split_heads(q), self.split_heads(k), self.split_heads(v)); // [batch, heads, seq, head_dim]
-        self.merge_heads(attend(q, k, v, causal)) // [batch, seq_q, M]
+        let attended = ops::attention(q, k, v, self.num_heads, causal); // [batch, seq_q, M]
+        linear_rows(&self.output, attended)
     }
 
     /// Projects `x` `[batch, seq, M]` to queries, keys and values, each
     /// `[batch, heads, seq, head_dim]`.
     pub fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
         let (q, k, v) = self.project_rows(x.clone(), x); // each [batch, seq, M]
-        (self.split_heads(q), self.split_heads(k), self.split_heads(v))
+        let h = self.num_heads;
+        (ops::split_heads(q, h), ops::split_heads(k, h), ops::split_heads(v, h))
     }
 
     /// Queries from the rows of `queries` `[batch, seq_q, M]`, keys and values from those of
@@ -169,39 +128,18 @@ impl MultiHeadAttention {
     /// Concatenates heads `[batch, heads, seq, head_dim]` and applies the output projection
     /// → `[batch, seq, M]`.
     pub fn merge_heads(&self, context: Tensor<4>) -> Tensor<3> {
-        let [b, h, s, hd] = context.dims();
-        let context = context.swap_dims(1, 2).reshape([b, s, h * hd]); // [b, s, M]
-        linear_rows(&self.output, context) // [b, s, M]
+        linear_rows(&self.output, ops::merge_heads(context)) // [b, s, M]
     }
-
-    fn split_heads(&self, x: Tensor<3>) -> Tensor<4> {
-        let [b, s, m] = x.dims();
-        let h = self.num_heads;
-        x.reshape([b, s, h, m / h]).swap_dims(1, 2) // [b, h, s, head_dim]
-    }
-}
-
-/// Scaled dot-product attention `softmax(q·kᵀ/sqrt(head_dim) [+ causal mask]) · v` on
-/// `[batch, heads, seq, head_dim]` tensors (Burn's fused op; the causal mask hides key
-/// positions after the query position, aligned at the start of both sequences).
-pub fn attend(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
-    #[cfg(test)]
-    {
-        let ([b, h, sq, hd], sk) = (q.dims(), k.dims()[2]);
-        crate::mac_tally::record(crate::flops::attend_macs(b * h, sq, sk, hd));
-    }
-    let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: causal };
-    attention(q, k, v, None, None, options) // [batch, heads, seq_q, head_dim]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_util::to_vec;
-    use burn::tensor::{Distribution, TensorData};
+    use burn::tensor::Distribution;
 
-    /// Dense layer on host: `x [rows, din] · w [din, dout] + b`.
-    fn host_linear(x: &[f32], rows: usize, l: &Linear) -> Vec<f32> {
+    /// Dense layer in f64 loops: `x [rows, din] · w [din, dout] + b`.
+    fn naive_linear(x: &[f32], rows: usize, l: &Linear) -> Vec<f32> {
         let [din, dout] = l.weight.val().dims();
         let w = to_vec(l.weight.val());
         let bias = to_vec(l.bias.as_ref().unwrap().val());
@@ -222,9 +160,9 @@ mod tests {
     fn naive_mha(mha: &MultiHeadAttention, x: &[f32], [b, s, m]: [usize; 3]) -> Vec<f32> {
         let h = mha.num_heads;
         let hd = m / h;
-        let q = host_linear(x, b * s, &mha.query);
-        let k = host_linear(x, b * s, &mha.key);
-        let v = host_linear(x, b * s, &mha.value);
+        let q = naive_linear(x, b * s, &mha.query);
+        let k = naive_linear(x, b * s, &mha.key);
+        let v = naive_linear(x, b * s, &mha.value);
         let mut ctx = vec![0.0f32; b * s * m];
         for bi in 0..b {
             for hi in 0..h {
@@ -247,11 +185,11 @@ mod tests {
                 }
             }
         }
-        host_linear(&ctx, b * s, &mha.output)
+        naive_linear(&ctx, b * s, &mha.output)
     }
 
-    /// The layer against the f64 loops, on the plain device (Burn's native kernel) and, with the
-    /// input on the tape, under autodiff (Burn's composite fallback).
+    /// The layer against the f64 loops, on the plain device and, with the input on the tape,
+    /// under autodiff.
     fn check(causal: bool) {
         for device in [Device::flex(), Device::flex().autodiff()] {
             let shape = [2, 5, 16];
@@ -275,50 +213,6 @@ mod tests {
     #[test]
     fn matches_naive_reference_causal() {
         check(true);
-    }
-
-    /// Same attention from basic tensor ops, for gradient comparison under autodiff.
-    fn basic_ops_attend(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
-        let [_, _, s, hd] = q.dims();
-        let scores = q.matmul(k.swap_dims(2, 3)) / (hd as f64).sqrt(); // [b, h, s, s]
-        let scores = if causal {
-            let mask: Vec<bool> = (0..s * s).map(|ij| ij % s > ij / s).collect();
-            let mask =
-                Tensor::<2, burn::tensor::Bool>::from_data(TensorData::new(mask, [s, s]), &scores.device());
-            scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
-        } else {
-            scores
-        };
-        burn::tensor::activation::softmax(scores, 3).matmul(v) // [b, h, s, hd]
-    }
-
-    #[test]
-    fn gradients_are_finite_and_match_basic_ops() {
-        let device = Device::flex().autodiff();
-        for causal in [false, true] {
-            let shape = [2, 3, 4, 8];
-            let mk = || Tensor::<4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
-            let (q, k, v) = (mk(), mk(), mk());
-            let g = Tensor::<4>::random(shape, Distribution::Normal(0.0, 1.0), &device);
-            let grads_of = |f: fn(Tensor<4>, Tensor<4>, Tensor<4>, bool) -> Tensor<4>| {
-                let (q, k, v) = (
-                    q.clone().detach().require_grad(),
-                    k.clone().detach().require_grad(),
-                    v.clone().detach().require_grad(),
-                );
-                let out = f(q.clone(), k.clone(), v.clone(), causal);
-                let grads = (out * g.clone().detach()).sum().backward();
-                [q, k, v].map(|t| to_vec(t.grad(&grads).unwrap()))
-            };
-            let fused = grads_of(attend);
-            let basic = grads_of(basic_ops_attend);
-            for (gf, gb) in fused.iter().zip(&basic) {
-                for (a, b) in gf.iter().zip(gb) {
-                    assert!(a.is_finite(), "non-finite gradient");
-                    assert!((a - b).abs() < 1e-4, "causal={causal}: {a} vs {b}");
-                }
-            }
-        }
     }
 
     #[test]

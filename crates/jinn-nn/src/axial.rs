@@ -17,10 +17,9 @@ use burn::tensor::{Device, Tensor};
 
 use crate::attention::MultiHeadAttention;
 use crate::axial_step::{attention_layers, AttentionStep, FfnStep};
-use crate::dense::linear_rows;
 use crate::error::NnError;
-use crate::host_norm::layer_norm;
 use crate::init;
+use crate::ops::{layer_norm, linear_rows};
 use crate::position::add_spatiotemporal_pe;
 
 /// Configuration of one [`AxialBlock`].
@@ -252,7 +251,7 @@ mod tests {
     /// The block, written out inline from its layers: pre-normed spatial attention, temporal
     /// attention and FFN, each added to the stream.
     fn inline_block(block: &AxialBlock, x: Tensor<4>) -> Tensor<4> {
-        use crate::activation::gelu_tanh;
+        use crate::ops::gelu_tanh;
         let [b, t, n, m] = x.dims();
         let h = layer_norm(&block.norm_spatial, x.clone()).reshape([b * t, n, m]); // [b·t, n, m]
         let x = x + block.attn_spatial.forward(h).reshape([b, t, n, m]); // [b, t, n, m]

@@ -36,9 +36,8 @@ use std::ops::Range;
 use burn::tensor::{Device, Tensor};
 
 use crate::axial::{AxialBlock, AxialTransformer};
-use crate::dense::linear_rows;
 use crate::error::NnError;
-use crate::host_norm::layer_norm;
+use crate::ops::{layer_norm, linear_rows};
 use crate::position::sinusoid_table;
 
 /// Keys and values of one attention layer, each `[B, S, T, M]` (heads not split off, as the

@@ -10,13 +10,11 @@
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::{Device, Tensor};
 
-use crate::activation::gelu_tanh;
 use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
-use crate::dense::linear_rows;
 use crate::error::NnError;
 use crate::flops::{attention_layer_macs, dense_macs};
-use crate::host_norm::layer_norm;
 use crate::init;
+use crate::ops::{gelu_tanh, layer_norm, linear_rows};
 
 /// A pre-normed attention branch `LN → MHA` (borrowed from the module that owns the layers).
 #[derive(Debug, Clone, Copy)]

@@ -8,24 +8,15 @@
 
 #![warn(missing_docs)]
 
-pub mod activation;
 pub mod attention;
 pub mod axial;
 pub mod axial_cache;
 pub mod axial_slot;
 pub mod axial_step;
-pub mod dense;
 pub mod error;
 pub mod flops;
-pub mod host_activation;
-pub mod host_attention;
-pub mod host_fill;
-pub mod host_linear;
-pub mod host_math;
-pub mod host_mse;
-pub mod host_norm;
-pub mod host_xent;
 pub mod init;
+pub mod ops;
 pub mod patch;
 pub mod position;
 pub mod reversible;
@@ -39,12 +30,10 @@ mod params;
 #[cfg(test)]
 mod test_util;
 
-pub use activation::gelu_tanh;
 pub use attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 pub use axial::{AxialBlock, AxialBlockConfig, AxialTransformer, AxialTransformerConfig};
 pub use axial_cache::{stem_rows, AxialKvCache};
 pub use axial_step::{AttentionStep, FfnStep};
-pub use dense::linear_rows;
 pub use error::NnError;
 pub use patch::{patchify, unpatchify, PatchGrid};
 pub use position::{add_spatiotemporal_pe, sinusoid_table};

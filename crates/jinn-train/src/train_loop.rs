@@ -319,7 +319,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
 /// Whether every parameter of `model` lives on the CPU backend (the device the warm pool and
 /// the other CPU thread policy are for).
 pub fn runs_on_cpu<M: Module>(model: &M) -> bool {
-    model.devices().iter().all(|d| d.clone().without_autodiff() == burn::tensor::Device::flex())
+    model.devices().iter().all(jinn_nn::ops::on_cpu)
 }
 
 /// Replace `metrics` by their means over the ranks of `group`. Every rank must log the same

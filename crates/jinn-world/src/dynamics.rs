@@ -16,14 +16,15 @@ pub mod causal;
 pub mod maskgit;
 mod token_loss;
 
-pub use token_loss::{changed_token_weights, weighted_token_losses, TokenLosses};
+pub use token_loss::changed_token_weights;
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
 use jinn_nn::init::{host_random, lazy_param, linear};
+use jinn_nn::ops::linear_rows;
 use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
-use jinn_nn::{linear_rows, AxialTransformer, AxialTransformerConfig, NnError};
+use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
 use serde::{Deserialize, Serialize};
 
 /// Which dynamics model.

@@ -15,9 +15,7 @@
 //! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
 //! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
 
-use crate::dynamics::{
-    causal, changed_token_weights, maskgit, weighted_token_losses, Dynamics, DynamicsConfig, DynamicsKind,
-};
+use crate::dynamics::{causal, changed_token_weights, maskgit, Dynamics, DynamicsConfig, DynamicsKind};
 use crate::lam::{Lam, LamConfig};
 use crate::mae::MaeTokenizer;
 use crate::tokenizer::TOKENIZER_KIND;
@@ -26,6 +24,7 @@ use burn::module::{Module, Param};
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{host_random, lazy_param};
+use jinn_nn::ops::token_cross_entropy;
 use jinn_nn::NnError;
 use jinn_train::checkpoint::{latest_good, Checkpoint};
 use jinn_train::{Result, TrainError};
@@ -254,8 +253,7 @@ impl Genie {
         };
         let weight = changed_token_weights(weight, &tokens, self.dynamics.changed_token_weight);
         let loss_weight = weight.clone().sum().into_scalar::<f32>() as f64;
-        let losses =
-            weighted_token_losses(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
+        let losses = token_cross_entropy(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
         let (loss, ce, z_loss) = (losses.loss, losses.ce, losses.z);
         Ok(GenieOutput { tokens, logits, loss_positions, loss, loss_weight, ce, z_loss, lam_indices })
     }

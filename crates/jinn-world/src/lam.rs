@@ -28,12 +28,11 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use jinn_data::rng::SampleStreams;
-use jinn_nn::activation::sigmoid;
-use jinn_nn::host_mse::mean_squared_error;
 use jinn_nn::init::{host_random, lazy_param, linear, zero_linear};
+use jinn_nn::ops::{linear_rows, mean_squared_error, sigmoid};
 use jinn_nn::{
-    linear_rows, patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid,
-    ResetTarget, VectorQuantizer, VectorQuantizerConfig, VqOutput,
+    patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, ResetTarget,
+    VectorQuantizer, VectorQuantizerConfig, VqOutput,
 };
 use serde::{Deserialize, Serialize};
 

@@ -21,8 +21,7 @@ use crate::streams::clip_rngs;
 use burn::module::{Module, Param};
 use burn::tensor::{Bool, Tensor, TensorData};
 use jinn_data::rng::SampleStreams;
-use jinn_nn::activation::sigmoid;
-use jinn_nn::host_mse::mean_squared_error;
+use jinn_nn::ops::{mean_squared_error, sigmoid};
 use jinn_nn::{patchify, unpatchify, AxialTransformer, NnError, PatchGrid};
 use rand::Rng;
 

@@ -27,7 +27,9 @@
 
 use crate::dynamics::{Dynamics, DynamicsKind};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
-use jinn_nn::{linear_rows, stem_rows, AxialKvCache, NnError};
+use jinn_nn::ops::{self, linear_rows};
+use jinn_nn::warm_pool::WarmPool;
+use jinn_nn::{stem_rows, AxialKvCache, NnError};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -119,8 +121,9 @@ pub fn sample(
             reason: format!("must be ≥ 0, got {}", cfg.temperature),
         });
     }
-    // The other pool threads poll for the rollout's many small parallel ops instead of sleeping.
-    let _warm = jinn_nn::warm_pool::WarmPool::new();
+    // On the CPU the other pool threads poll for the rollout's many small parallel ops instead
+    // of sleeping; a GPU rollout leaves them asleep.
+    let _warm = ops::on_cpu(&context.device()).then(WarmPool::new);
     let context_host: Vec<i64> = context.clone().try_into_vec_as::<i64>().expect("integer tensor data");
     let v = dynamics.num_codes();
     if let Some(bad) = context_host.iter().find(|&&tok| tok < 0 || tok as usize >= v) {

@@ -26,8 +26,7 @@ use crate::streams::clip_rngs;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::rng::SampleStreams;
-use jinn_nn::activation::sigmoid;
-use jinn_nn::host_mse::mean_squared_error;
+use jinn_nn::ops::{mean_squared_error, sigmoid};
 use jinn_nn::{
     patchify, unpatchify, AxialBlock, AxialTransformer, NnError, PatchGrid, VectorQuantizer,
     VectorQuantizerConfig, VqOutput,

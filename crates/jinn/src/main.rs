@@ -99,7 +99,7 @@ fn main() -> anyhow::Result<()> {
 
 /// Runs `job` on a thread of a rayon pool with one thread per core, instead of on the main thread.
 ///
-/// Burn's CPU backend parallelises each matmul (and jinn's host kernels) with rayon. Called from
+/// Burn's CPU backend parallelises each matmul (and jinn's CPU kernels) with rayon. Called from
 /// outside the pool, every such op wakes the workers, blocks the calling thread until they finish
 /// and lets them fall asleep again, while the single-threaded ops in between run on a thread of
 /// their own; the handoffs cost about 6 % of a jasmine-small training step on 2 cores. On a pool

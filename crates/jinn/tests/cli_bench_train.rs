@@ -110,7 +110,7 @@ fn lam_bench_prints_consistent_figures() {
 }
 
 #[test]
-fn a_same_host_jasmine_measurement_is_judged_by_the_target_ratios() {
+fn a_jasmine_measurement_on_this_machine_is_judged_by_the_target_ratios() {
     // A tiny step against made-up Jasmine figures: 0.6 ms and 9 MB (the step is slower than a
     // third of that and the process larger than 0.4×: both verdicts "misses"), then 600 s and
     // 9 TB (both "meets"). The verdicts must follow the printed ratios.

@@ -8,15 +8,13 @@ use burn::module::{Module, ModuleDisplay};
 use burn::nn::{LayerNorm, Linear};
 
 use crate::axial_step::{attention_layers, AttentionStep, FfnStep};
-use crate::host_norm::layer_norm;
+use crate::ops::{attention_heads, attention_heads_masked, layer_norm};
 use burn::tensor::{Device, Tensor};
 
 use burn::nn::{RotaryEncoding, RotaryEncodingConfig};
-use burn::tensor::module::attention;
-use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, TensorData};
 
-use crate::attention::{attend, MultiHeadAttention, MultiHeadAttentionConfig};
+use crate::attention::{MultiHeadAttention, MultiHeadAttentionConfig};
 use crate::error::NnError;
 use crate::init;
 
@@ -158,13 +156,12 @@ impl SelfAttention {
         let (q, k, v) = self.qkv(x, start); // each [b, h, new, hd]
         let (k, v) = cache.append(k, v); // each [b, h, start + new, hd]
         let context = if start == 0 {
-            attend(q, k, v, self.attn.causal)
+            attention_heads(q, k, v, self.attn.causal)
         } else if new == 1 {
-            attend(q, k, v, false)
+            attention_heads(q, k, v, false)
         } else {
             let mask = future_mask(start, new, &q.device()); // [1, 1, new, start + new]
-            let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
-            attention(q, k, v, Some(mask), None, options)
+            attention_heads_masked(q, k, v, mask)
         };
         self.attn.merge_heads(context) // [b, new, width]
     }
@@ -181,7 +178,7 @@ fn future_mask(start: usize, new: usize, device: &Device) -> Tensor<4, Bool> {
 impl SubNet<3> for SelfAttention {
     fn apply(&self, x: Tensor<3>) -> Tensor<3> {
         let (q, k, v) = self.qkv(x, 0); // each [batch, heads, seq, head_dim]
-        self.attn.merge_heads(attend(q, k, v, self.attn.causal)) // [batch, seq, width]
+        self.attn.merge_heads(attention_heads(q, k, v, self.attn.causal)) // [batch, seq, width]
     }
 }
 

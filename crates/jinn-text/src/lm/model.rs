@@ -15,9 +15,8 @@ use burn::nn::{Embedding, LayerNorm, Linear};
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Distribution, Int, Tensor};
-use jinn_nn::host_norm::layer_norm;
 use jinn_nn::init;
-use jinn_nn::linear_rows;
+use jinn_nn::ops::{layer_norm, linear_rows};
 use jinn_nn::reversible::{
     accumulate, backprop_into, causal_subnets, forward_standard, Block, Engine, Ffn, ReversibleBlock,
     ReversibleCausalBlock, ReversibleCausalConfig, SelfAttention, SubNet,

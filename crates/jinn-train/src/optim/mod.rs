@@ -18,11 +18,11 @@
 //! gradient element. [`clip_global_norm`] does that over a [`GradientsParams`]. Jasmine
 //! itself does not clip (`clip_norm = None` reproduces it).
 
-mod host_adamw;
+mod adamw;
 pub mod sfd;
 pub mod spectral;
 
-pub use host_adamw::HostAdamW;
+pub use adamw::AdamW;
 
 use crate::error::{Result, TrainError};
 use burn::module::{Module, ModuleVisitor, Param};
@@ -35,7 +35,7 @@ use sfd::{sfd_optimizer, SpectralControl};
 /// Which optimiser a run uses (`train.optim.optimizer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OptimizerKind {
-    /// `"adamw"`: Burn's AdamW.
+    /// `"adamw"`: AdamW ([`AdamW`]: its CPU pass on the CPU backend, Burn's step elsewhere).
     #[default]
     AdamW,
     /// `"sfd"`: AdamW plus spectral control of reversible couplings ([`sfd`]).
@@ -209,7 +209,7 @@ impl OptimConfig {
     pub fn init_for<M: Module>(&self, model: &M) -> Result<ModuleOptimizer> {
         self.validate()?;
         Ok(match self.optimizer {
-            OptimizerKind::AdamW => ModuleOptimizer::from(HostAdamW::new(self)),
+            OptimizerKind::AdamW => ModuleOptimizer::from(AdamW::new(self)),
             OptimizerKind::Sfd => sfd_optimizer(model, self.adamw().build(), Some(self.spectral_control())),
         })
     }

@@ -65,7 +65,7 @@ impl burn::module::ModuleMapper for Materialise {
 
 /// `[rows, WIDTH]` of N(0, σ²) values drawn on the host from `seed` (Box–Muller), not from the
 /// backend's generator, which tests running in parallel threads share and reseed.
-fn host_normal(rows: usize, sigma: f64, seed: u64, device: &Device) -> Tensor<2> {
+fn seeded_normal(rows: usize, sigma: f64, seed: u64, device: &Device) -> Tensor<2> {
     use rand::{Rng, SeedableRng};
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let values: Vec<f32> = (0..rows * WIDTH)
@@ -79,8 +79,8 @@ fn host_normal(rows: usize, sigma: f64, seed: u64, device: &Device) -> Tensor<2>
 
 /// Gradients of a fixed regression loss; `k` varies the batch per step.
 fn grads(model: &Net, device: &Device, k: u64) -> GradientsParams {
-    let x = host_normal(6, 1.0, 200 + 2 * k, device);
-    let target = host_normal(6, 1.0, 201 + 2 * k, device);
+    let x = seeded_normal(6, 1.0, 200 + 2 * k, device);
+    let target = seeded_normal(6, 1.0, 201 + 2 * k, device);
     let loss = (model.forward(x) - target).square().mean();
     GradientsParams::from_grads(loss.backward(), model)
 }
@@ -315,7 +315,7 @@ fn affine_log_scale_bound_and_inverse_survive_spectral_control() {
         model = optim.step(1.0, model.clone(), grads(&model, &device, step));
     }
     let block = model.affine[0].valid();
-    let x = host_normal(16, 3.0, 7, &device.clone().without_autodiff());
+    let x = seeded_normal(16, 3.0, 7, &device.clone().without_autodiff());
     let (y, log_det) = block.forward_with_log_det(x.clone());
     let half = (WIDTH / 2) as f64;
     let max_log_det: f64 = log_det.abs().max().into_scalar();

@@ -38,7 +38,9 @@
 use crate::diffusion::{normal_vec, signal_level, DiffusionDynamics};
 use crate::sample::SamplerConfig;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use jinn_nn::{linear_rows, stem_rows, AxialKvCache, NnError};
+use jinn_nn::ops::{self, linear_rows};
+use jinn_nn::warm_pool::WarmPool;
+use jinn_nn::{stem_rows, AxialKvCache, NnError};
 use rand_chacha::ChaCha8Rng;
 
 /// The context level `k_c = min(round((1 − c_f)·K), K − 1)` for corruption `c_f` of `K` levels.
@@ -104,8 +106,9 @@ pub fn sample_diffusion(
             reason: format!("must be in [0, 1], got {}", cfg.context_noise),
         });
     }
-    // The other pool threads poll for the rollout's parallel ops instead of sleeping.
-    let _warm = jinn_nn::warm_pool::WarmPool::new();
+    // On the CPU the other pool threads poll for the rollout's parallel ops instead of
+    // sleeping; a GPU rollout leaves them asleep.
+    let _warm = ops::on_cpu(&context.device()).then(WarmPool::new);
     let device = context.device();
     let k_ctx = context_level(cfg.context_noise, k_levels);
     let mut state = State {

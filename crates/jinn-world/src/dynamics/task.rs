@@ -114,7 +114,7 @@ impl DynamicsTask {
 
     /// Add `out`'s metrics to `sums`; `token_metrics: false` skips the host copy of the logits
     /// and the top-k / entropy metrics read from it (training steps that are not logged).
-    fn host_metrics(&self, out: &GenieOutput, sums: &mut Sums, token_metrics: bool) -> Result<()> {
+    fn add_metrics(&self, out: &GenieOutput, sums: &mut Sums, token_metrics: bool) -> Result<()> {
         let v = self.model.dynamics.num_codes();
         sums.loss += out.loss.clone().into_scalar::<f32>() as f64;
         sums.ce += out.ce.clone().into_scalar::<f32>() as f64;
@@ -251,7 +251,7 @@ impl TrainTask for DynamicsTask {
             (out, Objective::WeightedLoss { loss, weight })
         };
         let mut sums = Sums::default();
-        self.host_metrics(&out, &mut sums, ctx.logged)?;
+        self.add_metrics(&out, &mut sums, ctx.logged)?;
         Ok(MicroBatch { objective, metrics: sums.into_metrics(false) })
     }
 
@@ -266,7 +266,7 @@ impl TrainTask for DynamicsTask {
             let batch = next_batch(&mut loader)?;
             let out =
                 self.forward(&model, &batch, &val_streams(self.cfg.train.seed, "val-mask", i, &batch))?;
-            self.host_metrics(&out, &mut sums, true)?;
+            self.add_metrics(&out, &mut sums, true)?;
             let recon: Vec<f32> =
                 model.decode_argmax(out.logits).map_err(model_err)?.try_into_vec_as::<f32>().expect("float");
             let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();

@@ -2,6 +2,7 @@ use super::*;
 use burn::optim::GradientsParams;
 use burn::tensor::TensorData;
 use jinn_data::rng::SampleStreams;
+use jinn_nn::ops::token_cross_entropy;
 use jinn_train::optim::OptimConfig;
 use rand::Rng;
 
@@ -109,7 +110,7 @@ fn loss_counts_only_masked_positions_as_the_naive_computation_does() {
     let targets = random_tokens(dims, v, 4);
     let mask = maskgit::draw_mask(dims, 0.5, &SampleStreams::new(2, "test", 0, 2)).unwrap();
     let weight = maskgit::mask_tensor(&mask, dims, &device).float();
-    let losses = weighted_token_losses(logits.clone(), tokens(&targets, dims, &device), weight, 0.0);
+    let losses = token_cross_entropy(logits.clone(), tokens(&targets, dims, &device), weight, 0.0);
     let (want_ce, want_z) = naive_losses(&floats(logits.clone()), &targets, &mask, v);
     assert!((losses.ce.into_scalar::<f32>() as f64 - want_ce).abs() < 1e-5);
     assert!((losses.z.into_scalar::<f32>() as f64 - want_z).abs() < 1e-4);
@@ -239,7 +240,7 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
                 DynamicsKind::Diffusion => unreachable!("token dynamics only"),
             };
             let logits = model.logits(targets.clone(), actions.clone(), mask).unwrap();
-            let ce = weighted_token_losses(logits, targets.clone(), weight, 0.0).loss;
+            let ce = token_cross_entropy(logits, targets.clone(), weight, 0.0).loss;
             losses.push(ce.clone().into_scalar::<f32>());
             model = optim.step(3e-3, model.clone(), GradientsParams::from_grads(ce.backward(), &model));
         }

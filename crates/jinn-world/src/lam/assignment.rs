@@ -6,7 +6,8 @@ use super::{Lam, LamDecoder};
 use burn::module::Module;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
-use jinn_nn::{linear_rows, VectorQuantizer};
+use jinn_nn::ops::linear_rows;
+use jinn_nn::VectorQuantizer;
 
 /// Temperature of the encoder's code classifier: its logits are cosine similarities (in
 /// `[−1, 1]`) divided by this, so a confident choice needs codes a few tenths of a cosine apart.

@@ -122,7 +122,7 @@ impl LamTask {
 
     /// Adds `out`'s losses and code usage to `sums`, and its PSNR/SSIM when `images` (they
     /// need the prediction on the host, so training computes them on logged steps only).
-    fn host_metrics(
+    fn add_metrics(
         &self,
         out: &LamOutput,
         batch: &Batch,
@@ -160,11 +160,11 @@ fn collect_code_action_pairs(
     let Some(actions) = batch.actions.as_ref().filter(|_| batch.action_dims == 1) else {
         return;
     };
-    pair_transitions(&host_ids(indices), actions, batch.batch_size, batch.seq_len, codes, truth);
+    pair_transitions(&code_ids(indices), actions, batch.batch_size, batch.seq_len, codes, truth);
 }
 
 /// Code indices `[b·(t−1)]` on the host.
-fn host_ids(indices: &Tensor<1, Int>) -> Vec<i64> {
+fn code_ids(indices: &Tensor<1, Int>) -> Vec<i64> {
     indices.clone().try_into_vec_as::<i64>().expect("integer tensor data")
 }
 
@@ -197,7 +197,7 @@ impl TrainTask for LamTask {
         let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
         let out = self.model.forward_train(videos, &streams).map_err(model_err)?;
         let mut sums = VqSums::default();
-        let usage = self.host_metrics(&out, &batch, &mut sums, ctx.logged)?;
+        let usage = self.add_metrics(&out, &batch, &mut sums, ctx.logged)?;
         let step_usage =
             self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; usage.counts.len()] });
         step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
@@ -239,11 +239,11 @@ impl TrainTask for LamTask {
         for _ in 0..batches {
             let batch = next_batch(&mut loader)?;
             let out = model.forward_eval(videos(&batch, &device)).map_err(model_err)?;
-            self.host_metrics(&out, &batch, &mut sums, true)?;
+            self.add_metrics(&out, &batch, &mut sums, true)?;
             collect_code_action_pairs(&out.indices, &batch, &mut codes, &mut truth);
             if let Some(best) = &out.hindsight {
                 collect_code_action_pairs(best, &batch, &mut hindsight_codes, &mut hindsight_truth);
-                let (best, chosen) = (host_ids(best), host_ids(&out.indices));
+                let (best, chosen) = (code_ids(best), code_ids(&out.indices));
                 named += best.iter().zip(&chosen).filter(|(a, b)| a == b).count();
                 transitions += best.len();
             }

@@ -98,7 +98,7 @@ fn action_sees_only_frames_up_to_it(cfg: LamConfig) {
 /// by its change from the same patch of the previous frame (none for frame 0), after the
 /// action token. Feeding it to the encoder directly must give `vq_encode`'s latents.
 #[test]
-fn frame_difference_input_matches_a_host_reference() {
+fn frame_difference_input_matches_a_reference_built_on_the_host() {
     let device = Device::flex();
     let lam = LamConfig { encoder_frame_difference: true, ..tiny() }.init(&device).unwrap();
     let (b, t, n, p) = (2, 3, 16, 48);

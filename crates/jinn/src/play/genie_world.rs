@@ -9,6 +9,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::FrameShape;
+use jinn_nn::ops::on_cpu;
 use jinn_serve::{ActionInfo, Frame, ModelError, ModelInfo, SplitInfo, StartSource, WorldModel, WorldState};
 use jinn_world::nmi::{code_action_counts, pair_transitions};
 use jinn_world::{frames_to_u8, frames_to_unit, load_genie, sample, Genie, SamplerConfig};
@@ -36,12 +37,19 @@ pub struct GenieWorld {
     data: Option<PathBuf>,
     sampler: SamplerConfig,
     device: Device,
-    /// Where the model runs. The server calls [`WorldModel`] from its blocking threads, which
-    /// are not rayon threads: every parallel op of a frame would be handed to rayon's global
-    /// pool and waited for, and its idle threads would sleep between ops. Inside `pool.install`
-    /// the frame runs on a pool thread that works on its own ops, with the other threads kept
-    /// awake for the rollout (`WarmPool`). `None` when no pool could be built.
+    /// Where the model runs on the CPU. The server calls [`WorldModel`] from its blocking
+    /// threads, which are not rayon threads: every parallel op of a frame would be handed to
+    /// rayon's global pool and waited for, and its idle threads would sleep between ops. Inside
+    /// `pool.install` the frame runs on a pool thread that works on its own ops, with the other
+    /// threads kept awake for the rollout (`WarmPool`). `None` on a GPU device (the CPU only
+    /// issues its work) or when no pool could be built.
     pool: Option<rayon::ThreadPool>,
+}
+
+/// The rayon pool a CPU model's frames run on (see [`GenieWorld::pool`]); `None` when none could
+/// be built.
+fn compute_pool() -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new().thread_name(|i| format!("jinn-play-{i}")).build().ok()
 }
 
 /// One session: the token history and the actions taken so far.
@@ -106,6 +114,7 @@ impl GenieWorld {
         };
         let tokens_per_frame = grid.num_patches();
         let info = ModelInfo { name, frame, actions, max_start_frames: window - 1, splits };
+        let pool = on_cpu(&device).then(compute_pool).flatten();
         Ok(GenieWorld {
             genie: Mutex::new(genie),
             info,
@@ -115,11 +124,11 @@ impl GenieWorld {
             data: data.map(Path::to_path_buf),
             sampler,
             device,
-            pool: rayon::ThreadPoolBuilder::new().thread_name(|i| format!("jinn-play-{i}")).build().ok(),
+            pool,
         })
     }
 
-    /// `job` on the model's compute pool (see [`GenieWorld::pool`]).
+    /// `job` on the model's compute pool (see [`GenieWorld::pool`]), or here without one.
     fn on_pool<R: Send>(&self, job: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
             Some(pool) => pool.install(job),

@@ -1,27 +1,26 @@
-//! Burn's AdamW with its update as one parallel host pass per parameter on the CPU backend.
+//! AdamW's update as one parallel host pass per parameter, for the CPU backend.
 //!
 //! Burn 0.22's `AdamW::step` is about fifteen tensor ops per parameter (moments, bias
 //! corrections, square root, division, decay, update), each a single-threaded pass over the
 //! parameter into a new buffer: 5 % of a jasmine-small LAM training step on 2 cores, with the
-//! second core idle. [`HostAdamW`] computes the same formula (the module docs of
+//! second core idle. [`CpuAdamW`] computes the same formula (the module docs of
 //! [`crate::optim`]) elementwise in one pass shared out to the rayon pool, updating the moment
 //! buffers in place when the optimiser state owns them. Its state is Burn's `AdamWState`, so
-//! checkpoints are the same as with Burn's optimiser either way. Other devices and dtypes (GPU,
-//! bf16) take Burn's step. Written by hand because Burn has no fused optimiser step.
+//! checkpoints are the same as with Burn's optimiser either way. Written by hand because Burn
+//! has no fused optimiser step.
 
-use super::OptimConfig;
-use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, LearningRate, Optimizer};
-use burn::tensor::{Device, Tensor, TensorData};
-use jinn_nn::host_math::runs_on_host;
+use crate::optim::OptimConfig;
+use burn::optim::{AdamWState, AdaptiveMomentumState, LearningRate};
+use burn::tensor::{Tensor, TensorData};
 use rayon::prelude::*;
 
 /// Elements per rayon task of the update.
 const CHUNK: usize = 16 * 1024;
 
-/// AdamW: Burn's optimiser, with the host update of the module docs on the CPU backend in f32.
+/// AdamW's update as the host pass of the module docs. CPU backend, f32 only, no AMSGrad
+/// maximum (the door checks).
 #[derive(Clone)]
-pub struct HostAdamW {
-    burn: AdamW,
+pub(super) struct CpuAdamW {
     coefficients: Coefficients,
 }
 
@@ -34,35 +33,21 @@ struct Coefficients {
     weight_decay: f32,
 }
 
-impl HostAdamW {
-    /// AdamW with `config`'s hyperparameters (no AMSGrad, no cautious weight decay: options
-    /// [`OptimConfig`] never sets).
-    pub fn new(config: &OptimConfig) -> Self {
+impl CpuAdamW {
+    /// The update with `config`'s hyperparameters.
+    pub(super) fn new(config: &OptimConfig) -> Self {
         let OptimConfig { beta_1, beta_2, epsilon, weight_decay, .. } = *config;
-        Self {
-            burn: config.adamw().build(),
-            coefficients: Coefficients { beta_1, beta_2, epsilon, weight_decay },
-        }
+        Self { coefficients: Coefficients { beta_1, beta_2, epsilon, weight_decay } }
     }
-}
 
-impl Optimizer for HostAdamW {
-    type State<const D: usize> = AdamWState<D>;
-
-    fn step<const D: usize>(
+    /// One step of `tensor` with `grad` from `state` (none before the first step).
+    pub(super) fn step<const D: usize>(
         &self,
         lr: LearningRate,
         tensor: Tensor<D>,
         grad: Tensor<D>,
-        state: Option<Self::State<D>>,
-    ) -> (Tensor<D>, Option<Self::State<D>>) {
-        let host_state = state.as_ref().is_none_or(|s| {
-            let m = &s.momentum;
-            m.max_moment_2.is_none() && runs_on_host(&m.moment_1) && runs_on_host(&m.moment_2)
-        });
-        if !(host_state && runs_on_host(&tensor) && runs_on_host(&grad)) {
-            return self.burn.step(lr, tensor, grad, state);
-        }
+        state: Option<AdamWState<D>>,
+    ) -> (Tensor<D>, Option<AdamWState<D>>) {
         let (shape, device) = (tensor.shape(), tensor.device());
         let zeros = || TensorData::new(vec![0.0f32; shape.num_elements()], shape.clone());
         let (time, m1, m2) = match state {
@@ -81,7 +66,7 @@ impl Optimizer for HostAdamW {
             m2.as_mut_slice::<f32>(),
         );
         let (Ok(param_values), Ok(grads), Ok(first), Ok(second)) = slices else {
-            unreachable!("runs_on_host checked that the parameter, gradient and moments are f32");
+            unreachable!("the door checked that the parameter, gradient and moments are f32");
         };
         param_values
             .par_chunks_mut(CHUNK)
@@ -91,10 +76,6 @@ impl Optimizer for HostAdamW {
         let tensor = |data: TensorData| Tensor::<D>::from_data(data, &device);
         let momentum = AdaptiveMomentumState::new(time, tensor(m1), tensor(m2));
         (tensor(param), Some(AdamWState::new(momentum)))
-    }
-
-    fn to_device<const D: usize>(state: Self::State<D>, device: &Device) -> Self::State<D> {
-        AdamW::to_device(state, device)
     }
 }
 
@@ -138,6 +119,3 @@ impl Step {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -2,8 +2,8 @@
 //!
 //! [`activation`] registers `f(x)` for an [`Elementwise`] `f` through a Burn backend extension:
 //! the forward reads the input's storage in place and computes `f(x)` and `f'(x)` in one
-//! vectorised, multi-threaded pass ([`crate::host_math::value_and_slope`]) into buffers that become tensors
-//! without a copy; the tape keeps only `f'(x)`, and the backward is one parallel multiplication
+//! vectorised, multi-threaded pass ([`super::math`]) into buffers that become tensors without a
+//! copy; the tape keeps only `f'(x)`, and the backward is one parallel multiplication
 //! `g·f'(x)`. The earlier form (a tangent line of two taped ops on tensors copied out of the
 //! backend and back in) took four more passes over the activations in the forward.
 //!
@@ -18,11 +18,10 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::tensor::{Tensor, TensorData};
 
-use crate::host_math::{f32_storage, product_vec, value_and_slope_vecs, Elementwise};
+use super::math::{f32_storage, product_vec, value_and_slope_vecs, Elementwise};
 
-/// `f(x)` elementwise, any shape, as one op. CPU backend, f32 only (callers check
-/// [`crate::host_math::runs_on_host`]).
-pub fn activation<const D: usize>(f: Elementwise, x: Tensor<D>) -> Tensor<D> {
+/// `f(x)` elementwise, any shape, as one op. CPU backend, f32 only.
+pub(in crate::ops) fn activation<const D: usize>(f: Elementwise, x: Tensor<D>) -> Tensor<D> {
     let gelu = match f {
         Elementwise::GeluTanh => true,
         Elementwise::Sigmoid => false,

@@ -9,7 +9,7 @@
 //! a batch entry in one pass (scores, softmax, weighted sum), keeps the attention weights for
 //! the backward, and writes its output in the layout the output projection reads.
 //! [`attention_packed`] does the same on one projection's packed `[q | k | v]` rows and returns
-//! their gradient as one tensor. GPU backends keep Burn's op ([`crate::attention::attend`]).
+//! their gradient as one tensor.
 //!
 //! Written by hand because Burn's autodiff has no fused attention backward.
 
@@ -22,15 +22,20 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::tensor::{Tensor, TensorData};
 
-use crate::host_fill::par_fill;
-use crate::host_math::{avx2_dispatch, dot, f32_storage, LANES};
+use super::fill::par_fill;
+use super::math::{avx2_dispatch, dot, f32_storage, LANES};
 
 /// Attention of the rows of `q` `[batch, seq_q, M]` over those of `k` and `v`
 /// `[batch, seq_k, M]`, in `heads` heads of `M / heads` features each (head-major, as the
 /// projections lay them out) → `[batch, seq_q, M]`, heads concatenated. Scores are scaled by
-/// `1/√head_dim`; `causal` hides key `j` from query `i` when `j > i`. CPU backend, f32 only
-/// (callers check [`crate::host_math::runs_on_host`]).
-pub fn attention(q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, heads: usize, causal: bool) -> Tensor<3> {
+/// `1/√head_dim`; `causal` hides key `j` from query `i` when `j > i`. CPU backend, f32 only.
+pub(in crate::ops) fn attention(
+    q: Tensor<3>,
+    k: Tensor<3>,
+    v: Tensor<3>,
+    heads: usize,
+    causal: bool,
+) -> Tensor<3> {
     let out = <Dispatch as FusedAttention>::fused_attention(
         q.into_dispatch(),
         k.into_dispatch(),
@@ -46,7 +51,7 @@ pub fn attention(q: Tensor<3>, k: Tensor<3>, v: Tensor<3>, heads: usize, causal:
 /// of the three parts. Its backward yields the gradient of `qkv` as one tensor, so the packed
 /// projection's backward is one matmul per gradient instead of three matmuls and two sums.
 /// CPU backend, f32 only.
-pub fn attention_packed(qkv: Tensor<3>, heads: usize, causal: bool) -> Tensor<3> {
+pub(in crate::ops) fn attention_packed(qkv: Tensor<3>, heads: usize, causal: bool) -> Tensor<3> {
     Tensor::from_dispatch(<Dispatch as FusedAttention>::fused_attention_packed(
         qkv.into_dispatch(),
         heads,
@@ -236,25 +241,25 @@ impl<C: CheckpointStrategy> FusedAttention for Autodiff<Flex, C> {
 
 /// The sizes of one attention call.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Shape {
+struct Shape {
     /// Batch entries.
-    pub batch: usize,
+    batch: usize,
     /// Query rows per entry.
-    pub seq_q: usize,
+    seq_q: usize,
     /// Key / value rows per entry.
-    pub seq_k: usize,
+    seq_k: usize,
     /// Elements between the first key (value) rows of consecutive entries: `seq_k · M` when
     /// contiguous, more for windows of a longer buffer.
-    pub kv_stride: usize,
+    kv_stride: usize,
     /// Elements between consecutive rows of `q`, `k` and `v`: `M` for separate operands,
     /// `3·M` for packed `[q | k | v]` rows.
-    pub row_stride: usize,
+    row_stride: usize,
     /// Row width `M` (all heads).
-    pub width: usize,
+    width: usize,
     /// Heads; `width / heads` features each.
-    pub heads: usize,
+    heads: usize,
     /// Whether key `j` is hidden from query `i` when `j > i`.
-    pub causal: bool,
+    causal: bool,
 }
 
 impl Shape {
@@ -333,7 +338,7 @@ impl Shape {
 /// [`Shape::kv_stride`] apart): the output `[batch, seq_q, M]` and the attention weights
 /// `[batch, seq_q, heads, seq_k]` (zero where masked). Query rows run in parallel, so one long
 /// sequence (a sampler's frame, batch 1) uses every core too.
-pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<f32>, Vec<f32>) {
+fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let Shape { batch, seq_q, seq_k, width, heads, row_stride, .. } = shape;
     let rows = batch * seq_q;
     if rows == 0 || seq_k == 0 || width == 0 {
@@ -353,7 +358,7 @@ pub fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<
 /// the weights and the output gradient `g` `[batch, seq_q, M]`, returns `[∂q, ∂k, ∂v]`. Per
 /// head, with weights `P` and scale `s`: `∂v = Pᵀ·g`, `∂P = g·vᵀ`,
 /// `∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P))`, `∂q = s·∂S·k`, `∂k = s·∂Sᵀ·q`.
-pub fn attention_backward(shape: Shape, [q, k, v]: [&[f32]; 3], weights: &[f32], g: &[f32]) -> [Vec<f32>; 3] {
+fn attention_backward(shape: Shape, [q, k, v]: [&[f32]; 3], weights: &[f32], g: &[f32]) -> [Vec<f32>; 3] {
     let Shape { batch, seq_q, seq_k, width, .. } = shape;
     let (q_len, k_len) = (seq_q * width, seq_k * width);
     assert!(

@@ -6,28 +6,60 @@
 //! over the logits, each a libm `expf` per element where it exponentiates. Here every row is
 //! read once: `lse = max + ln Σ exp(x − max)`, `nll = lse − x[target]`, and the gradient of
 //! `Σ w·(nll + λ·lse²) / Σ w`, `w/Σw · (p·(1 + 2λ·lse) − onehot(target))` with `p = softmax(x)`,
-//! is written out at once. Rows of weight 0 are skipped. A caller puts the loss on an autodiff
-//! tape as `Σ x·sg(grad) + sg(offset)`.
+//! is written out at once. Rows of weight 0 are skipped. [`token_losses`] puts the loss on an
+//! autodiff tape as `Σ x·sg(grad) + sg(offset)`.
 
+use burn::tensor::{Int, Tensor, TensorData};
 use rayon::prelude::*;
 
-use crate::host_math::exp_f32;
+use super::math::exp_f32;
+use crate::ops::TokenLosses;
+
+/// The token losses of `logits` `[B, T, N, V]` (see [`crate::ops::token_cross_entropy`]) from
+/// [`softmax_xent_rows`]; under autodiff the loss is `Σ logits·sg(grad) + sg(loss − Σ logits·grad)`,
+/// whose value is the loss (to rounding) and whose gradient is `grad`. CPU backend, f32 only.
+pub(in crate::ops) fn token_losses(
+    logits: Tensor<4>,
+    targets: Tensor<3, Int>,
+    weight: Tensor<3>,
+    z_loss_weight: f64,
+) -> TokenLosses {
+    let device = logits.device();
+    let shape = logits.shape();
+    let v = logits.dims()[3];
+    let tracked = logits.is_tracked();
+    let x: Vec<f32> =
+        logits.clone().detach().into_data().try_into_vec::<f32>().expect("f32 logits (checked)");
+    let t: Vec<i64> = targets.into_data().convert::<i64>().try_into_vec::<i64>().expect("integer targets");
+    let w: Vec<f32> = weight.into_data().convert::<f32>().try_into_vec::<f32>().expect("float weights");
+    let mut grad = if tracked { vec![0.0f32; x.len()] } else { Vec::new() };
+    let means = softmax_xent_rows(&x, &t, &w, v, z_loss_weight as f32, tracked.then_some(&mut grad[..]));
+    let scalar = |value: f64| Tensor::<1>::from_data(TensorData::new(vec![value as f32], [1]), &device);
+    let value = means.ce + z_loss_weight * means.z;
+    let loss = if tracked {
+        let grad = Tensor::<4>::from_data(TensorData::new(grad, shape), &device); // [b, t, n, v]
+        (logits * grad).sum() + scalar(value - means.logits_dot_grad)
+    } else {
+        scalar(value)
+    };
+    TokenLosses { loss, ce: scalar(means.ce), z: scalar(means.z) }
+}
 
 /// Rows per rayon task (≈ 64 kB of logits at V = 1024).
 const ROWS_PER_TASK: usize = 16;
 
 /// Mean cross-entropy and z-loss of weighted rows (see [`softmax_xent_rows`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct XentMeans {
+struct XentMeans {
     /// `Σ w·nll / Σ w` (0 when no row counts).
-    pub ce: f64,
+    ce: f64,
     /// `Σ w·lse² / Σ w`.
-    pub z: f64,
+    z: f64,
     /// `Σ w`, the number of counted rows for 0/1 weights.
-    pub weight_sum: f64,
+    weight_sum: f64,
     /// `Σ logits·grad` over every element when the gradient was written (else 0): what a
     /// tangent-line tape `Σ logits·sg(grad)` evaluates to, so its offset is `loss − this`.
-    pub logits_dot_grad: f64,
+    logits_dot_grad: f64,
 }
 
 /// Cross-entropy of the rows of `logits` `[rows, v]` against `targets` `[rows]`, weighted by
@@ -38,7 +70,7 @@ pub struct XentMeans {
 /// # Panics
 /// If the lengths disagree or a counted row's target is not in `0..v` (a caller's bug: token
 /// ids come from a tokenizer with `v` codes).
-pub fn softmax_xent_rows(
+fn softmax_xent_rows(
     logits: &[f32],
     targets: &[i64],
     weight: &[f32],

@@ -2,7 +2,7 @@
 //!
 //! `vec![0.0; n]` of a few megabytes is a `memset` on the calling thread (the allocator reuses
 //! freed heap memory, so `calloc` cannot hand out fresh zero pages), while the other cores wait;
-//! the host kernels then overwrite every element anyway. [`par_fill`] gives each rayon task its
+//! the CPU kernels then overwrite every element anyway. [`par_fill`] gives each rayon task its
 //! own chunk of each output, zeroes it while it is about to be written (cache-hot, part of the
 //! parallel pass) and lets the task fill it. Written by hand because no crate offers this.
 
@@ -23,7 +23,7 @@ unsafe impl Sync for Spare {}
 /// buffer])` in task order. Chunks reach `fill` zeroed; the tasks run on the rayon pool,
 /// `min_tasks` or more per rayon job. `tasks = ⌈lens[j] / chunks[j]⌉` must agree for every
 /// buffer (the buffers are cut in step: row `i` of several outputs, say).
-pub fn par_fill<const N: usize, R: Send>(
+pub(super) fn par_fill<const N: usize, R: Send>(
     lens: [usize; N],
     chunks: [usize; N],
     min_tasks: usize,

@@ -3,11 +3,11 @@
 //! Burn 0.22 runs a `Linear` on flex as a matmul into a freshly zeroed output that is then
 //! copied once more into an aligned buffer (flex's `FlexTensor::empty`), followed by a separate
 //! bias-add pass; its backward does the same for both gradient matmuls and sums the bias
-//! gradient in yet another pass. [`linear`] registers the layer as one op through a Burn
+//! gradient in yet another pass. [`affine`] registers the layer as one op through a Burn
 //! backend extension: the forward writes the bias rows once and accumulates `x·W` onto them
 //! with a single `gemm` call; the backward computes `g·Wᵀ` and `xᵀ·g` with `gemm` reading the
 //! transposes in place (no copies) into buffers it never zeroes, and the bias gradient in one
-//! pass. GPU backends keep Burn's `Linear::forward`.
+//! pass.
 //!
 //! Written by hand because Burn's autodiff has no fused dense-layer op; the matrix products
 //! are the `gemm` crate's (the one flex itself uses).
@@ -19,26 +19,15 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
-use burn::nn::Linear;
 use burn::tensor::{DType, Tensor, TensorData};
 use rayon::prelude::*;
 
-use crate::host_math::{f32_storage, runs_on_host};
+use super::math::f32_storage;
 
-/// `layer` on the rows of `x` `[rows, M_in]` → `[rows, M_out]`. On the CPU backend in f32, for
-/// a layer with a bias, it is one fused op (see the module docs); elsewhere Burn's
-/// `Linear::forward`.
-pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
-    match &layer.bias {
-        Some(bias) if runs_on_host(&x) => affine(x, layer.weight.val(), bias.val()),
-        _ => layer.forward(x),
-    }
-}
-
-/// `x·W + b` for `x` `[rows, M_in]`, `W` `[M_in, M_out]`, `b` `[M_out]` as the fused op (see the
-/// module docs), for a weight and bias that are not one `Linear`'s (say, several layers' side
-/// by side). CPU backend, f32 only (callers check [`runs_on_host`]).
-pub fn affine(x: Tensor<2>, weight: Tensor<2>, bias: Tensor<1>) -> Tensor<2> {
+/// `x·W + b` for `x` `[rows, M_in]`, `W` `[M_in, M_out]`, `b` `[M_out]` as one fused op (see
+/// the module docs): one `Linear`'s weight and bias, or several layers' side by side. CPU
+/// backend, f32 only.
+pub(in crate::ops) fn affine(x: Tensor<2>, weight: Tensor<2>, bias: Tensor<1>) -> Tensor<2> {
     let out = <Dispatch as FusedLinear>::fused_linear(
         x.into_dispatch(),
         weight.into_dispatch(),
@@ -48,7 +37,7 @@ pub fn affine(x: Tensor<2>, weight: Tensor<2>, bias: Tensor<1>) -> Tensor<2> {
 }
 
 /// The fused dense layer as a Burn backend extension (flex, and autodiff over flex), for f32
-/// tensors ([`linear`] routes nothing else here).
+/// tensors (the door routes nothing else here).
 #[backend_extension(Flex, Autodiff)]
 pub trait FusedLinear: Backend {
     /// `x·W + b` for `x` `[rows, M_in]`, `W` `[M_in, M_out]`, `b` `[M_out]`.
@@ -223,7 +212,7 @@ unsafe fn gemm_into(dst: *mut f32, accumulate: bool, lhs: &Matrix, rhs: &Matrix)
 }
 
 /// Rows per rayon task of the row-wise passes.
-pub const ROWS_PER_TASK: usize = 64;
+const ROWS_PER_TASK: usize = 64;
 
 /// `[rows, bias.len()]` row-major, every row a copy of `bias`: written in parallel, never
 /// zeroed first (one vectorised copy per row).
@@ -246,7 +235,7 @@ fn bias_rows(rows: usize, bias: &[f32]) -> Vec<f32> {
 /// Column sums of the row-major `g` with `cols` columns. Partial sums over tasks of
 /// [`ROWS_PER_TASK`] rows are added in task order, so the result does not depend on how rayon
 /// splits the work.
-pub fn column_sums(g: &[f32], cols: usize) -> Vec<f32> {
+fn column_sums(g: &[f32], cols: usize) -> Vec<f32> {
     let mut total = vec![0.0f32; cols];
     if cols == 0 {
         return total;
@@ -273,4 +262,17 @@ fn matrix_tensor(data: Vec<f32>, rows: usize, cols: usize) -> FlexTensor {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::column_sums;
+
+    #[test]
+    fn column_sums_match_f64_loops() {
+        let (rows, cols) = (197, 13);
+        let g: Vec<f32> = (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let sums = column_sums(&g, cols);
+        for (c, got) in sums.iter().enumerate() {
+            let want: f64 = (0..rows).map(|r| g[r * cols + c] as f64).sum();
+            assert!((*got as f64 - want).abs() < 1e-3, "column {c}: {got} vs {want}");
+        }
+    }
+}

@@ -5,9 +5,9 @@
 //! activations, and their backward is about fifteen more passes. Flex has a fused, SIMD,
 //! multi-threaded layer-norm kernel, but autodiff never reaches it. [`layer_norm`] registers
 //! the whole normalisation as one op through a Burn backend extension: the forward is a host
-//! pass like flex's fused kernel ([`layer_norm_rows`], without its serial zero-fill), and the backward is a hand-written host pass ([`layer_norm_backward_rows`])
-//! that yields the input, scale and shift gradients together. GPU backends keep Burn's
-//! `LayerNorm::forward`.
+//! pass like flex's fused kernel ([`layer_norm_rows`], without its serial zero-fill), and the
+//! backward is a hand-written host pass ([`layer_norm_backward_rows`]) that yields the input,
+//! scale and shift gradients together.
 //!
 //! Written by hand because Burn's autodiff has no fused layer-norm backward.
 
@@ -18,45 +18,29 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
-use burn::nn::LayerNorm;
 use burn::tensor::{Tensor, TensorData};
 
-use crate::host_fill::par_fill;
-use crate::host_math::{avx2_dispatch, f32_storage, lane_sums, runs_on_host};
+use super::fill::par_fill;
+use super::math::{avx2_dispatch, f32_storage, lane_sums};
 use crate::init::LAYER_NORM_EPS;
 
-/// `LayerNorm` over the last axis of `x` (any rank): `γ·(x − μ)/√(σ² + ε) + β`. `norm` must
-/// come from [`crate::init::layer_norm`] (ε = [`LAYER_NORM_EPS`]; Burn keeps a module's ε
-/// private; debug builds check it). On the CPU backend in f32 it is one fused op (see the
-/// module docs); elsewhere Burn's `LayerNorm::forward`.
-pub fn layer_norm<const D: usize>(norm: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
-    let beta = match &norm.beta {
-        Some(beta) if runs_on_host(&x) => beta.val(),
-        _ => return norm.forward(x),
-    };
-    debug_assert_eq!(
-        display_epsilon(norm),
-        Some(LAYER_NORM_EPS),
-        "host_norm::layer_norm needs a LayerNorm built by init::layer_norm (ε = {LAYER_NORM_EPS})"
-    );
+/// `γ·(x − μ)/√(σ² + ε) + β` over the last axis of `x` (any rank), ε = [`LAYER_NORM_EPS`], as
+/// one fused op (see the module docs). CPU backend, f32 only.
+pub(in crate::ops) fn layer_norm<const D: usize>(
+    x: Tensor<D>,
+    gamma: Tensor<1>,
+    beta: Tensor<1>,
+) -> Tensor<D> {
     let out = <Dispatch as FusedLayerNorm>::fused_layer_norm(
         x.into_dispatch(),
-        norm.gamma.val().into_dispatch(),
+        gamma.into_dispatch(),
         beta.into_dispatch(),
     );
     Tensor::from_dispatch(out)
 }
 
-/// The ε of `norm` as its `Display` shows it (`LayerNorm {d_model: 6, epsilon: 0.00001, …}`):
-/// Burn keeps the field private, and the fused op assumes [`LAYER_NORM_EPS`]. Debug builds only.
-fn display_epsilon(norm: &LayerNorm) -> Option<f64> {
-    let shown = norm.to_string();
-    let rest = shown.split("epsilon: ").nth(1)?;
-    rest.split([',', '}']).next()?.trim().parse().ok()
-}
-
 /// The fused layer norm as a Burn backend extension (flex, and autodiff over flex), for f32
-/// tensors: the backward reads its inputs as f32 ([`layer_norm`] routes nothing else here).
+/// tensors: the backward reads its inputs as f32 (the door routes nothing else here).
 #[backend_extension(Flex, Autodiff)]
 pub trait FusedLayerNorm: Backend {
     /// `γ·(x − μ)/√(σ² + ε) + β` over the last axis, ε = [`LAYER_NORM_EPS`].
@@ -136,7 +120,7 @@ const ROWS_PER_TASK: usize = 64;
 /// The layer-norm forward over rows of `γ.len()` features: `γ·(x − μ)·r + β` per row, with
 /// `r = 1/√(σ² + ε)` and the variance in two passes (as flex's kernel and the backward), into a
 /// new vector written by parallel tasks (no serial zero-fill; flex's own kernel has one).
-pub fn layer_norm_rows(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32) -> Vec<f32> {
+fn layer_norm_rows(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32) -> Vec<f32> {
     let d = gamma.len();
     assert!(d > 0 && x.len().is_multiple_of(d) && beta.len() == d);
     let chunk = ROWS_PER_TASK * d;
@@ -173,12 +157,7 @@ fn rows_forward_body(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, out: &mut
 /// `h = g·γ`: `∂L/∂x = r·(h − mean(h) − x̂·mean(h·x̂))`; `∂L/∂γ = Σ g·x̂` and `∂L/∂β = Σ g`
 /// over rows. The column sums are added task by task in order, so the result does not depend
 /// on how rayon splits the work.
-pub fn layer_norm_backward_rows(
-    x: &[f32],
-    g: &[f32],
-    gamma: &[f32],
-    eps: f32,
-) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+fn layer_norm_backward_rows(x: &[f32], g: &[f32], gamma: &[f32], eps: f32) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let d = gamma.len();
     assert!(d > 0 && x.len().is_multiple_of(d) && g.len() == x.len());
     let chunk = ROWS_PER_TASK * d;
@@ -240,4 +219,42 @@ fn rows_backward_body(rows: Rows) {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::layer_norm_backward_rows;
+
+    /// The backward kernel against the same formulas in f64, row by row.
+    #[test]
+    fn backward_rows_match_an_f64_reference() {
+        let (rows, d) = (150, 37); // 37 features: the 8-lane sums have a tail
+        let val = |i: usize, k: f64| ((i as f64 * k).sin() * 2.0) as f32;
+        let x: Vec<f32> = (0..rows * d).map(|i| val(i, 0.37) + 0.5).collect();
+        let g: Vec<f32> = (0..rows * d).map(|i| val(i, 1.13)).collect();
+        let gamma: Vec<f32> = (0..d).map(|i| 1.0 + val(i, 0.71) / 4.0).collect();
+        let eps = 1e-6;
+        let (dx, dgamma, dbeta) = layer_norm_backward_rows(&x, &g, &gamma, eps);
+
+        let (mut dgamma64, mut dbeta64) = (vec![0.0f64; d], vec![0.0f64; d]);
+        for r in 0..rows {
+            let xr: Vec<f64> = x[r * d..(r + 1) * d].iter().map(|&v| v as f64).collect();
+            let gr: Vec<f64> = g[r * d..(r + 1) * d].iter().map(|&v| v as f64).collect();
+            let n = d as f64;
+            let mean = xr.iter().sum::<f64>() / n;
+            let var = xr.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+            let rs = 1.0 / (var + eps as f64).sqrt();
+            let xhat: Vec<f64> = xr.iter().map(|v| (v - mean) * rs).collect();
+            let h: Vec<f64> = (0..d).map(|i| gr[i] * gamma[i] as f64).collect();
+            let mean_h = h.iter().sum::<f64>() / n;
+            let mean_hx = (0..d).map(|i| h[i] * xhat[i]).sum::<f64>() / n;
+            for i in 0..d {
+                let want = rs * (h[i] - mean_h - xhat[i] * mean_hx);
+                assert!((dx[r * d + i] as f64 - want).abs() < 1e-4 * (1.0 + want.abs()), "dx[{r}, {i}]");
+                dgamma64[i] += gr[i] * xhat[i];
+                dbeta64[i] += gr[i];
+            }
+        }
+        for i in 0..d {
+            assert!((dgamma[i] as f64 - dgamma64[i]).abs() < 1e-3 * (1.0 + dgamma64[i].abs()), "dgamma[{i}]");
+            assert!((dbeta[i] as f64 - dbeta64[i]).abs() < 1e-3 * (1.0 + dbeta64[i].abs()), "dbeta[{i}]");
+        }
+    }
+}

@@ -1,6 +1,6 @@
 use super::*;
 use burn::module::Param;
-use burn::tensor::{Device, Distribution, Tolerance};
+use burn::tensor::{Device, Distribution, TensorData, Tolerance};
 
 use crate::init;
 
@@ -31,7 +31,8 @@ fn value_and_grads(
     ]
 }
 
-/// The fused op against Burn's composite, value and every gradient, on `view(x)` for `x` of
+/// The door on the CPU (the fused kernel) against its Burn path (`LayerNorm::forward`, Burn's
+/// composite under autodiff), value and every gradient, on `view(x)` for `x` of
 /// `shape` with `d` features after the view.
 fn assert_matches_burn(d: usize, shape: [usize; 3], view: impl Fn(Tensor<3>) -> Tensor<3> + Copy) {
     let device = Device::flex().autodiff();
@@ -75,47 +76,11 @@ fn a_layer_norm_with_another_epsilon_is_refused() {
 }
 
 #[test]
-fn untracked_inputs_take_flexs_forward() {
+fn the_untracked_kernel_matches_burns_layer_norm() {
     let device = Device::flex();
     let norm = trained_norm(16, &device);
     let x = Tensor::<3>::random([4, 5, 16], Distribution::Normal(1.0, 3.0), &device);
     layer_norm(&norm, x.clone())
         .into_data()
         .assert_approx_eq::<f32>(&norm.forward(x).into_data(), Tolerance::absolute(1e-5));
-}
-
-/// The backward kernel against the same formulas in f64, row by row.
-#[test]
-fn backward_rows_match_an_f64_reference() {
-    let (rows, d) = (150, 37); // 37 features: the 8-lane sums have a tail
-    let val = |i: usize, k: f64| ((i as f64 * k).sin() * 2.0) as f32;
-    let x: Vec<f32> = (0..rows * d).map(|i| val(i, 0.37) + 0.5).collect();
-    let g: Vec<f32> = (0..rows * d).map(|i| val(i, 1.13)).collect();
-    let gamma: Vec<f32> = (0..d).map(|i| 1.0 + val(i, 0.71) / 4.0).collect();
-    let eps = 1e-6;
-    let (dx, dgamma, dbeta) = layer_norm_backward_rows(&x, &g, &gamma, eps);
-
-    let (mut dgamma64, mut dbeta64) = (vec![0.0f64; d], vec![0.0f64; d]);
-    for r in 0..rows {
-        let xr: Vec<f64> = x[r * d..(r + 1) * d].iter().map(|&v| v as f64).collect();
-        let gr: Vec<f64> = g[r * d..(r + 1) * d].iter().map(|&v| v as f64).collect();
-        let n = d as f64;
-        let mean = xr.iter().sum::<f64>() / n;
-        let var = xr.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-        let rs = 1.0 / (var + eps as f64).sqrt();
-        let xhat: Vec<f64> = xr.iter().map(|v| (v - mean) * rs).collect();
-        let h: Vec<f64> = (0..d).map(|i| gr[i] * gamma[i] as f64).collect();
-        let mean_h = h.iter().sum::<f64>() / n;
-        let mean_hx = (0..d).map(|i| h[i] * xhat[i]).sum::<f64>() / n;
-        for i in 0..d {
-            let want = rs * (h[i] - mean_h - xhat[i] * mean_hx);
-            assert!((dx[r * d + i] as f64 - want).abs() < 1e-4 * (1.0 + want.abs()), "dx[{r}, {i}]");
-            dgamma64[i] += gr[i] * xhat[i];
-            dbeta64[i] += gr[i];
-        }
-    }
-    for i in 0..d {
-        assert!((dgamma[i] as f64 - dgamma64[i]).abs() < 1e-3 * (1.0 + dgamma64[i].abs()), "dgamma[{i}]");
-        assert!((dbeta[i] as f64 - dbeta64[i]).abs() < 1e-3 * (1.0 + dbeta64[i].abs()), "dbeta[{i}]");
-    }
 }

@@ -10,7 +10,7 @@
 //! negative `x`.
 //!
 //! On the CPU backend (f32) [`gelu_tanh`] and [`sigmoid`] are one differentiable op each
-//! ([`crate::host_activation`]): one vectorised, multi-threaded pass computes the value and the
+//! ([`super::cpu::activation`]): one vectorised, multi-threaded pass computes the value and the
 //! derivative, and the backward is one multiplication. Other backends evaluate the function and
 //! its derivative off the tape from tensor ops, and the tape gets only the tangent line
 //! `x·sg(gelu'(x)) + sg(gelu(x) − x·gelu'(x))` (sg = stop-gradient): its value is `gelu(x)` to
@@ -20,8 +20,9 @@
 
 use burn::tensor::Tensor;
 
-use crate::host_activation;
-use crate::host_math::{runs_on_host, Elementwise};
+use super::cpu::activation::activation;
+use super::cpu::math::Elementwise;
+use super::on_cpu_f32;
 
 /// `2·√(2/π)`.
 const TWO_SQRT_2_OVER_PI: f64 = 2.0 * core::f64::consts::FRAC_2_SQRT_PI * core::f64::consts::FRAC_1_SQRT_2;
@@ -30,9 +31,15 @@ const GELU_CUBIC: f64 = 0.044715;
 
 /// Tanh-approximated GELU, elementwise (see the module docs); any shape.
 pub fn gelu_tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    if runs_on_host(&x) {
-        return host_activation::activation(Elementwise::GeluTanh, x);
+    if on_cpu_f32(&x) {
+        return activation(Elementwise::GeluTanh, x);
     }
+    gelu_tanh_by_tensor_ops(x)
+}
+
+/// The Burn-op path of [`gelu_tanh`]: the value, and under autodiff the tangent line of the
+/// module docs.
+fn gelu_tanh_by_tensor_ops<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     let tracked = x.is_tracked();
     let (value, slope) = gelu_and_slope_by_tensor_ops(x.clone().detach(), tracked);
     match slope {
@@ -41,12 +48,12 @@ pub fn gelu_tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     }
 }
 
-/// The logistic function `1 / (1 + e⁻ˣ)`, elementwise; any shape. On the CPU backend the host
+/// The logistic function `1 / (1 + e⁻ˣ)`, elementwise; any shape. On the CPU backend the fused
 /// op of [`gelu_tanh`] (Burn's sigmoid is a libm `expf` per element on one thread, and its
 /// backward three more taped passes); elsewhere Burn's own.
 pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    if runs_on_host(&x) {
-        return host_activation::activation(Elementwise::Sigmoid, x);
+    if on_cpu_f32(&x) {
+        return activation(Elementwise::Sigmoid, x);
     }
     burn::tensor::activation::sigmoid(x)
 }
@@ -73,7 +80,7 @@ fn gelu_and_slope_by_tensor_ops<const D: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host_math::value_and_slope;
+    use crate::ops::cpu::math::value_and_slope;
     use burn::tensor::{Device, Distribution, TensorData};
 
     /// Jasmine's formula in f64.
@@ -98,7 +105,7 @@ mod tests {
 
     #[test]
     fn matches_f64_tanh_gelu() {
-        // Untracked and tracked (autodiff): the host op's value.
+        // Untracked and tracked (autodiff): the CPU kernel's value.
         let xs = inputs();
         for device in [Device::flex(), Device::flex().autodiff()] {
             let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device);
@@ -127,8 +134,8 @@ mod tests {
     }
 
     #[test]
-    fn host_kernel_and_tensor_ops_agree() {
-        // The GPU path, run on the CPU backend, against the host kernel: values and slopes.
+    fn cpu_kernel_and_tensor_ops_agree() {
+        // The Burn-op path, run on the CPU backend, against the CPU kernel: values and slopes.
         let device = Device::flex();
         let xs = inputs();
         let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device);
@@ -146,6 +153,34 @@ mod tests {
                         "tracked={tracked}, x = {x}: {a} vs {b}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn cpu_and_burn_paths_agree_in_value_and_gradient() {
+        // Both paths of each door under autodiff, with a random upstream gradient.
+        let device = Device::flex().autodiff();
+        let xs = inputs();
+        let w = Tensor::<1>::random([xs.len()], Distribution::Normal(0.0, 1.0), &device);
+        type Op = fn(Tensor<1>) -> Tensor<1>;
+        let run = |f: Op| {
+            let x = Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device).require_grad();
+            let y = f(x.clone());
+            let grads = (y.clone() * w.clone()).sum().backward();
+            let dx = x.grad(&grads).unwrap().try_into_vec_as::<f32>().unwrap();
+            (y.try_into_vec_as::<f32>().unwrap(), dx)
+        };
+        let paths: [(&str, Op, Op); 2] = [
+            ("gelu", gelu_tanh, gelu_tanh_by_tensor_ops),
+            ("sigmoid", sigmoid, burn::tensor::activation::sigmoid),
+        ];
+        for (name, cpu, burn) in paths {
+            let ((cv, cg), (bv, bg)) = (run(cpu), run(burn));
+            for (i, &x) in xs.iter().enumerate() {
+                let tol = 4e-6 * x.abs().max(1.0);
+                assert!((cv[i] - bv[i]).abs() <= tol, "{name}({x}): {} vs {}", cv[i], bv[i]);
+                assert!((cg[i] - bg[i]).abs() <= tol, "{name}'({x})·w: {} vs {}", cg[i], bg[i]);
             }
         }
     }
@@ -197,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_strided_input_gives_the_values_and_gradients_of_its_copy() {
-        // The host op reads a transposed view through a contiguous copy; the gradient goes back
+        // The CPU kernel reads a transposed view through a contiguous copy; the gradient goes back
         // to the view's layout.
         let device = Device::flex().autodiff();
         let base = Tensor::<2>::random([6, 9], Distribution::Normal(0.0, 2.0), &device);

@@ -7,30 +7,26 @@
 //! compiled a second time for AVX2 and picked at run time. Written by hand because no maintained crate
 //! offers a vectorised, dependency-light `exp` for `f32` slices.
 
-use burn::tensor::{DType, Device, Tensor};
-use rayon::prelude::*;
+use burn::tensor::DType;
 
-/// Whether `x` lives on the CPU (flex) backend in f32, where the host kernels replace Burn ops.
-pub fn runs_on_host<const D: usize>(x: &Tensor<D>) -> bool {
-    x.device().without_autodiff() == Device::flex() && x.dtype() == DType::F32
-}
+use super::fill::par_fill;
 
 /// The f32 elements of the contiguous tensor `t`.
-pub(crate) fn f32_storage(t: &burn::backend::flex::FlexTensor) -> &[f32] {
+pub(super) fn f32_storage(t: &burn::backend::flex::FlexTensor) -> &[f32] {
     debug_assert!(t.dtype() == DType::F32 && t.is_contiguous());
     t.storage::<f32>()
 }
 
 /// Lanes of the partial sums: eight independent accumulators let the compiler keep a row
 /// reduction in one vector register (a single running `f32` sum cannot be reordered).
-pub(crate) const LANES: usize = 8;
+pub(super) const LANES: usize = 8;
 
 /// `(Σ f(a[i], b[i], c[i]).0, Σ ….1)` over the elements of `a` (`b` and `c` at least as
 /// long), each in [`LANES`] interleaved partial sums added in a fixed order. The loop runs over
 /// whole chunks of [`LANES`], which lets the compiler vectorise it (it does for [`dot`]; how far
 /// depends on `f`).
 #[inline(always)]
-pub(crate) fn lane_sums(
+pub(super) fn lane_sums(
     a: &[f32],
     b: &[f32],
     c: &[f32],
@@ -59,7 +55,7 @@ pub(crate) fn lane_sums(
 /// `Σ a[i]·b[i]` over the elements of `a` (`b` at least as long), in [`LANES`] partial sums
 /// (see [`lane_sums`]).
 #[inline(always)]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lane_sums(a, b, b, |x, y, _| (x * y, 0.0)).0
 }
 
@@ -83,7 +79,7 @@ macro_rules! avx2_dispatch {
         }
     };
 }
-pub(crate) use avx2_dispatch;
+pub(super) use avx2_dispatch;
 
 /// Elements per rayon task (64 kB of `f32`: large enough to amortise the task, small enough to
 /// share a few-MB tensor among the cores).
@@ -100,7 +96,7 @@ const ROUND_MAGIC: f32 = 12_582_912.0;
 /// `eʳ` by a degree-6 minimax polynomial, `2ⁿ` assembled in the exponent bits. Branch-free so a
 /// loop over it vectorises.
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
+pub(super) fn exp_f32(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
     let t = x * core::f32::consts::LOG2_E + ROUND_MAGIC;
     let n = t - ROUND_MAGIC; // round(x / ln2)
@@ -120,7 +116,7 @@ pub fn exp_f32(x: f32) -> f32 {
 
 /// `1 / (1 + e⁻ᶻ)`.
 #[inline(always)]
-pub fn sigmoid_f32(z: f32) -> f32 {
+fn sigmoid_f32(z: f32) -> f32 {
     1.0 / (1.0 + exp_f32(-z))
 }
 
@@ -132,7 +128,7 @@ const GELU_CUBIC: f32 = 0.044_715;
 
 /// An elementwise function with a host kernel for its value and derivative.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elementwise {
+pub(in crate::ops) enum Elementwise {
     /// Tanh-GELU `x·σ(2√(2/π)·(x + 0.044715·x³))`.
     GeluTanh,
     /// The logistic function `1 / (1 + e⁻ˣ)`.
@@ -142,14 +138,17 @@ pub enum Elementwise {
 /// `f(x)` and `f'(x)` at every element of `x`, written to `value` and `slope` (all three the
 /// same length), on the rayon pool. With `tangent_offset`, `value` receives `f(x) − x·f'(x)`
 /// instead: the offset of the tangent line at `x`, so that `x·slope + value` is `f(x)` (to
-/// rounding) and has gradient `slope`.
-pub fn value_and_slope(
+/// rounding) and has gradient `slope`. The tests' reference; the kernels use
+/// [`value_and_slope_vecs`].
+#[cfg(test)]
+pub(in crate::ops) fn value_and_slope(
     f: Elementwise,
     x: &[f32],
     value: &mut [f32],
     slope: &mut [f32],
     tangent_offset: bool,
 ) {
+    use rayon::prelude::*;
     assert!(x.len() == value.len() && x.len() == slope.len(), "value_and_slope: length mismatch");
     x.par_chunks(CHUNK)
         .zip(value.par_chunks_mut(CHUNK))
@@ -158,20 +157,20 @@ pub fn value_and_slope(
 }
 
 /// `f(x)` and `f'(x)` as new vectors, in one parallel pass that also allocates them (no serial
-/// zero-fill, see [`crate::host_fill`]).
-pub(crate) fn value_and_slope_vecs(f: Elementwise, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+/// zero-fill, see [`par_fill`]).
+pub(super) fn value_and_slope_vecs(f: Elementwise, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let n = x.len();
-    let ([value, slope], _) = crate::host_fill::par_fill([n, n], [CHUNK, CHUNK], 1, |i, [v, s]| {
+    let ([value, slope], _) = par_fill([n, n], [CHUNK, CHUNK], 1, |i, [v, s]| {
         elementwise_chunk(f, &x[i * CHUNK..][..v.len()], v, s, false)
     });
     (value, slope)
 }
 
 /// The elementwise product `a ⊙ b` as a new vector, in one parallel pass.
-pub(crate) fn product_vec(a: &[f32], b: &[f32]) -> Vec<f32> {
+pub(super) fn product_vec(a: &[f32], b: &[f32]) -> Vec<f32> {
     assert_eq!(a.len(), b.len(), "product_vec: length mismatch");
     let n = a.len();
-    let ([out], _) = crate::host_fill::par_fill([n], [CHUNK], 1, |i, [out]| {
+    let ([out], _) = par_fill([n], [CHUNK], 1, |i, [out]| {
         let (a, b) = (&a[i * CHUNK..][..out.len()], &b[i * CHUNK..][..out.len()]);
         out.iter_mut().zip(a.iter().zip(b)).for_each(|(o, (a, b))| *o = a * b);
     });
