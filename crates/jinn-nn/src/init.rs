@@ -4,7 +4,7 @@
 //! drawn until a parameter is first used, so building a model that is then loaded from a
 //! checkpoint costs no random initialisation, and counting parameters is free.
 //!
-//! Random values are drawn on the host ([`host_random`]) from one generator that
+//! Random values are drawn on the host ([`host_random`]) from the thread's generator, which
 //! [`seeded_init`] seeds, then moved to the device: a seed names the same model on every
 //! backend (the CPU, wgpu, CUDA), so runs and checkpoints are comparable across devices.
 
@@ -13,13 +13,18 @@ use burn::nn::{LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::cell::RefCell;
 use std::sync::Mutex;
 
-/// Held while a model is built and drawn from the host generator (see [`seeded_init`]).
+/// Held while a model is built (see [`seeded_init`]): the device generator is process-wide.
 static SEEDED_INIT: Mutex<()> = Mutex::new(());
 
-/// The generator every parameter is drawn from; [`seeded_init`] reseeds it.
-static HOST_RNG: Mutex<Option<ChaCha8Rng>> = Mutex::new(None);
+thread_local! {
+    /// The generator this thread's parameters are drawn from; [`seeded_init`] reseeds it. One
+    /// per thread, so draws on other threads (tests in parallel) never interleave with a
+    /// seeded initialisation.
+    static HOST_RNG: RefCell<ChaCha8Rng> = RefCell::new(ChaCha8Rng::seed_from_u64(0));
+}
 
 /// Touches every float parameter, so lazy initialisation happens now, in module order.
 pub struct Materialise;
@@ -30,11 +35,10 @@ impl ModuleVisitor for Materialise {
     }
 }
 
-/// Builds a module with the host generator (and `device`'s, for anything else drawn on the
-/// device) seeded to `seed` and draws every parameter at once, in module order, under a
-/// process-wide lock: the generator is shared by every model in the process, so two
-/// initialisations running at the same time (tests in parallel, several models in one
-/// process) would otherwise interleave their draws and differ from run to run.
+/// Builds a module with this thread's host generator (and `device`'s, for anything else drawn
+/// on the device) seeded to `seed` and draws every parameter at once, in module order, on this
+/// thread. The device generator is process-wide, so this holds a lock: two initialisations
+/// running at the same time would otherwise interleave their device draws.
 pub fn seeded_init<M: Module, E>(
     device: &Device,
     seed: u64,
@@ -42,7 +46,7 @@ pub fn seeded_init<M: Module, E>(
 ) -> Result<M, E> {
     let _guard = SEEDED_INIT.lock().unwrap_or_else(|p| p.into_inner());
     device.seed(seed);
-    *HOST_RNG.lock().unwrap_or_else(|p| p.into_inner()) = Some(ChaCha8Rng::seed_from_u64(seed));
+    HOST_RNG.with(|rng| *rng.borrow_mut() = ChaCha8Rng::seed_from_u64(seed));
     let model = build()?;
     model.visit(&mut Materialise);
     Ok(model)
@@ -102,9 +106,10 @@ fn host_values<const D: usize>(
     mut draw: impl FnMut(&mut ChaCha8Rng) -> f64,
 ) -> Tensor<D> {
     let n = shape.iter().product();
-    let mut guard = HOST_RNG.lock().unwrap_or_else(|p| p.into_inner());
-    let rng = guard.get_or_insert_with(|| ChaCha8Rng::seed_from_u64(0));
-    let values: Vec<f32> = (0..n).map(|_| draw(rng) as f32).collect();
+    let values: Vec<f32> = HOST_RNG.with(|rng| {
+        let rng = &mut *rng.borrow_mut();
+        (0..n).map(|_| draw(rng) as f32).collect()
+    });
     Tensor::from_data(TensorData::new(values, shape), device) // [..shape]
 }
 

@@ -1,0 +1,294 @@
+//! The software-GPU lane: the same runs on `--device wgpu:cpu` (a software Vulkan adapter,
+//! Mesa's lavapipe in CI) and on the CPU agree — every model kind's first training steps, a
+//! checkpoint moved between the two, a MaskGIT rollout, and the play API served from wgpu.
+//!
+//! Built only with `--features wgpu` (`cargo test -p jinn --features wgpu --test wgpu_lane`).
+//! Without a Vulkan driver the tests skip, saying so, unless `JINN_REQUIRE_GPU=1` (CI), where
+//! they fail.
+//!
+//! Tolerances: a seed draws the same parameters on every device (they are drawn on the host),
+//! so the first step's loss agrees to float rounding (relative 1e-4); after a few updates the
+//! two devices' different summation orders leave the losses within a relative 2e-2.
+#![cfg(feature = "wgpu")]
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const GPU: &str = "wgpu:cpu";
+/// Relative agreement of the first step's loss (same parameters, same batch).
+const FIRST_STEP_RTOL: f64 = 1e-4;
+/// Relative agreement of the losses after a few updates.
+const LATER_STEP_RTOL: f64 = 2e-2;
+
+fn jinn(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jinn")).args(args).env("RUST_BACKTRACE", "0").output().expect("run jinn")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn ok(args: &[String]) -> String {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = jinn(&args);
+    assert!(o.status.success(), "jinn {}:\n{}", args.join(" "), text(&o));
+    text(&o)
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+fn p(path: &Path) -> String {
+    path.to_str().unwrap().to_string()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Whether a software Vulkan adapter runs a model here: a 1-step tokenizer run on `wgpu:cpu`.
+/// `false` (after saying why) when it does not, unless `JINN_REQUIRE_GPU=1`.
+fn gpu_available(data: &Path, dir: &Path) -> bool {
+    let out = dir.join("probe");
+    let mut args = tokenizer_args(data, &out, 1);
+    args.extend(strings(&["--device", GPU]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = jinn(&args);
+    if o.status.success() {
+        return true;
+    }
+    assert_ne!(
+        std::env::var("JINN_REQUIRE_GPU").as_deref(),
+        Ok("1"),
+        "JINN_REQUIRE_GPU=1 but the tokenizer does not run on {GPU} (install mesa-vulkan-drivers \
+         and libvulkan1):\n{}",
+        text(&o)
+    );
+    eprintln!("SKIPPED: no software Vulkan adapter ({GPU}) runs here:\n{}", text(&o));
+    false
+}
+
+/// A 32×32 breakout dataset of a few short episodes.
+fn dataset(dir: &Path) -> PathBuf {
+    let data = dir.join("data");
+    #[rustfmt::skip]
+    ok(&strings(&["data", "gen", "--episodes", "6", "--size", "32x32", "--out", &p(&data),
+                  "--val-fraction", "0.2", "--test-fraction", "0.0",
+                  "--min-episode-len", "40", "--max-episode-len", "60"]));
+    data
+}
+
+/// `--set` flags for `steps` steps logged every step, checkpointed at the end.
+fn schedule(steps: usize) -> Vec<String> {
+    let sets = [
+        format!("train.steps={steps}"),
+        "train.log_every=1".into(),
+        "train.lr.warmup_steps=0".into(),
+        "train.lr.decay_steps=0".into(),
+        format!("train.ckpt_every={steps}"),
+        format!("train.val_every={}", steps.max(1000)),
+        "train.image_every=0".into(),
+        "train.batch_size=2".into(),
+    ];
+    sets.into_iter().flat_map(|s| ["--set".to_string(), s]).collect()
+}
+
+fn world_sets(sets: &[&str]) -> Vec<String> {
+    sets.iter().flat_map(|s| ["--set".to_string(), s.to_string()]).collect()
+}
+
+/// The demo VQ tokenizer shrunk to 32×32 frames.
+fn tokenizer_args(data: &Path, out: &Path, steps: usize) -> Vec<String> {
+    let config = repo().join("configs/demo/tokenizer.toml");
+    let mut args =
+        strings(&["train", "tokenizer", "--config", &p(&config), "--data", &p(data), "--out", &p(out)]);
+    #[rustfmt::skip]
+    args.extend(world_sets(&[
+        "model.height=32", "model.width=32", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
+        "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "model.num_codes=32",
+        "data.seq_len=3",
+    ]));
+    args.extend(schedule(steps));
+    args
+}
+
+/// The training losses of a run's metrics.jsonl, by step.
+fn losses(run: &Path) -> Vec<(u64, f64)> {
+    let text = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["split"] == "train")
+        .map(|v| (v["step"].as_u64().unwrap(), v["metrics"]["loss"].as_f64().unwrap()))
+        .collect()
+}
+
+fn relative(a: f64, b: f64) -> f64 {
+    (a - b).abs() / a.abs().max(b.abs()).max(1e-12)
+}
+
+/// Train `args` on the CPU and on the GPU into `dir/<name>-{cpu,gpu}`; the losses must agree.
+fn trains_alike(dir: &Path, name: &str, args: &dyn Fn(&Path) -> Vec<String>) -> PathBuf {
+    let runs = ["cpu", GPU].map(|device| {
+        let out = dir.join(format!("{name}-{}", device.replace(':', "-")));
+        let mut a = args(&out);
+        a.extend(strings(&["--device", device]));
+        ok(&a);
+        out
+    });
+    let (cpu, gpu) = (losses(&runs[0]), losses(&runs[1]));
+    eprintln!("{name}: cpu {cpu:?}\n{name}: gpu {gpu:?}");
+    assert_eq!(cpu.len(), gpu.len(), "{name}: both runs log every step");
+    assert!(!cpu.is_empty(), "{name}: no training losses logged");
+    for (i, (&(step, a), &(_, b))) in cpu.iter().zip(&gpu).enumerate() {
+        let tol = if i == 0 { FIRST_STEP_RTOL } else { LATER_STEP_RTOL };
+        assert!(relative(a, b) <= tol, "{name} step {step}: loss {a} on the CPU, {b} on {GPU} (rtol {tol})");
+    }
+    runs[0].clone()
+}
+
+#[test]
+fn every_world_model_kind_trains_on_wgpu_as_on_the_cpu_and_checkpoints_move_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let data = dataset(dir);
+    if !gpu_available(&data, dir) {
+        return;
+    }
+    let configs = repo().join("configs/demo");
+    let tok = trains_alike(dir, "tokenizer", &|out| tokenizer_args(&data, out, 3));
+    let mae = trains_alike(dir, "mae", &|out| {
+        let config = configs.join("tokenizer-mae.toml");
+        let mut a =
+            strings(&["train", "tokenizer", "--config", &p(&config), "--data", &p(&data), "--out", &p(out)]);
+        #[rustfmt::skip]
+        a.extend(world_sets(&[
+            "model.height=32", "model.width=32", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
+            "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "data.seq_len=3",
+        ]));
+        a.extend(schedule(3));
+        a
+    });
+    trains_alike(dir, "lam", &|out| {
+        let config = configs.join("lam.toml");
+        let mut a =
+            strings(&["train", "lam", "--config", &p(&config), "--data", &p(&data), "--out", &p(out)]);
+        #[rustfmt::skip]
+        a.extend(world_sets(&[
+            "model.height=32", "model.width=32", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
+            "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "data.seq_len=3",
+        ]));
+        a.extend(schedule(3));
+        a
+    });
+    let (configs, data) = (&configs, &data);
+    let dynamics = |kind: &'static str, tokenizer: PathBuf| {
+        move |out: &Path| {
+            let file = if kind == "diffusion" { "dynamics-diffusion.toml" } else { "dynamics.toml" };
+            let config = configs.join(file);
+            #[rustfmt::skip]
+            let mut a = strings(&[
+                "train", "dynamics", "--config", &p(&config), "--data", &p(data), "--tokenizer", &p(&tokenizer),
+                "--actions", "gt", "--kind", kind, "--out", &p(out),
+            ]);
+            let mut sets =
+                vec!["model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2", "data.seq_len=3"];
+            if kind != "maskgit" {
+                sets.push("model.previous_frame_input=false");
+            }
+            a.extend(world_sets(&sets));
+            a.extend(schedule(3));
+            a
+        }
+    };
+    let maskgit = trains_alike(dir, "maskgit", &dynamics("maskgit", tok.clone()));
+    trains_alike(dir, "causal", &dynamics("causal", tok.clone()));
+    trains_alike(dir, "diffusion", &dynamics("diffusion", mae));
+
+    // A checkpoint written on wgpu resumes on the CPU (and the other way round) and continues
+    // as the run that stayed on the CPU.
+    let cpu_run = |out: &Path, steps: usize| tokenizer_args(data, out, steps);
+    let whole = dir.join("resume-cpu");
+    ok(&[cpu_run(&whole, 4), strings(&["--device", "cpu"])].concat());
+    for (first, second) in [(GPU, "cpu"), ("cpu", GPU)] {
+        let out = dir.join(format!("resume-{}-then-{}", first.replace(':', "-"), second.replace(':', "-")));
+        ok(&[cpu_run(&out, 2), strings(&["--device", first])].concat());
+        ok(&[cpu_run(&out, 4), strings(&["--device", second, "--resume"])].concat());
+        let (a, b) = (losses(&whole), losses(&out));
+        let (&(step, x), &(_, y)) = (a.last().unwrap(), b.last().unwrap());
+        assert_eq!(step, 4);
+        assert!(
+            relative(x, y) <= LATER_STEP_RTOL,
+            "{first} then {second}: step-4 loss {y}, all on the CPU {x}"
+        );
+    }
+
+    samples_alike(dir, &maskgit, data);
+    serves_from_wgpu(&maskgit, data);
+}
+
+/// `jinn sample` of the MaskGIT model (argmax, 2 context + 3 generated frames) on both devices:
+/// the rollouts' per-frame PSNR against the ground truth agree.
+fn samples_alike(dir: &Path, run: &Path, data: &Path) {
+    let psnr = |device: &str| -> Vec<f64> {
+        let out = dir.join(format!("sample-{}", device.replace(':', "-")));
+        #[rustfmt::skip]
+        ok(&strings(&["sample", "--ckpt", &p(run), "--data", &p(data), "--context", "2", "--frames", "3",
+                      "--actions", "gt", "--argmax", "--out", &p(&out), "--device", device]));
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
+        m["per_frame"].as_array().unwrap().iter().map(|f| f["psnr"].as_f64().unwrap()).collect()
+    };
+    let (cpu, gpu) = (psnr("cpu"), psnr(GPU));
+    eprintln!("sample PSNR per frame: cpu {cpu:?}, gpu {gpu:?}");
+    assert_eq!(cpu.len(), gpu.len());
+    for (a, b) in cpu.iter().zip(&gpu) {
+        assert!((a - b).abs() < 0.5, "rollout PSNR {a} dB on the CPU, {b} dB on {GPU}");
+    }
+}
+
+/// `jinn play --device wgpu:cpu`: a session starts and steps over a real socket.
+fn serves_from_wgpu(run: &Path, data: &Path) {
+    #[rustfmt::skip]
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jinn"))
+        .args(["play", "--ckpt", &p(run), "--data", &p(data), "--no-browser", "--port", "0",
+               "--maskgit-steps", "2", "--device", GPU])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start jinn play");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let result = std::panic::catch_unwind(|| {
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL");
+        let base = url.trim_end_matches('/');
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let post = |path: &str, body: &str| {
+            let mut r = agent
+                .post(format!("{base}{path}"))
+                .header("content-type", "application/json")
+                .send(body.to_string())
+                .unwrap();
+            let status = r.status().as_u16();
+            (
+                status,
+                serde_json::from_slice::<serde_json::Value>(&r.body_mut().read_to_vec().unwrap()).unwrap(),
+            )
+        };
+        let (status, created) = post("/v1/world/sessions", r#"{"dataset": {"split": "val", "episode": 0}}"#);
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_str().unwrap();
+        for action in [1, 2] {
+            let (status, reply) =
+                post(&format!("/v1/world/sessions/{id}/step"), &format!(r#"{{"action": {action}}}"#));
+            assert_eq!(status, 200, "{reply}");
+            assert!(reply["frame"].as_str().is_some_and(|f| !f.is_empty()), "{reply}");
+        }
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
