@@ -2,6 +2,9 @@
 //! tiny models, stage reuse on a second run, `jinn sample` with an action file, and clear
 //! errors for bad inputs and corrupt checkpoints.
 
+mod common;
+
+use common::PlayServer;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -26,55 +29,22 @@ fn demo(out: &Path) -> Output {
 
 /// Start `jinn play` on `run`, drive its API, stop it.
 fn play_serves_the_model(run: &Path, data: &Path) {
-    use std::io::BufRead;
-    #[rustfmt::skip]
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jinn"))
-        .args(["play", "--ckpt", run.to_str().unwrap(), "--data", data.to_str().unwrap(),
-               "--no-browser", "--port", "0", "--maskgit-steps", "2", "--device", "cpu"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start jinn play");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| {
-        let _ = child.kill();
-        panic!("no URL in: {line}")
-    });
-    let base = url.trim_end_matches('/').to_string();
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let post = |path: &str, body: &str| {
-        let mut r = agent
-            .post(format!("{base}{path}"))
-            .header("content-type", "application/json")
-            .send(body.to_string())
-            .unwrap();
-        let status = r.status().as_u16();
-        let json: serde_json::Value = serde_json::from_slice(&r.body_mut().read_to_vec().unwrap()).unwrap();
-        (status, json)
-    };
+    let server = PlayServer::start(run, data, &["--maskgit-steps", "2", "--device", "cpu"]);
     let (status, created) =
-        post("/v1/world/sessions", r#"{"dataset": {"split": "val", "episode": 0, "frame": 0}}"#);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        assert_eq!(status, 201, "{created}");
-        let id = created["id"].as_str().unwrap().to_string();
-        for action in [0, 1] {
-            let (status, reply) =
-                post(&format!("/v1/world/sessions/{id}/step"), &format!(r#"{{"action": {action}}}"#));
-            assert_eq!(status, 200, "{reply}");
-            let png = base64_decode(reply["frame"].as_str().unwrap());
-            let img = image::load_from_memory(&png).unwrap();
-            assert_eq!((img.width(), img.height()), (64, 64));
-        }
-        let (status, reply) = post(&format!("/v1/world/sessions/{id}/step"), r#"{"action": 6}"#);
-        assert_eq!(status, 400, "{reply}");
-        assert!(reply["error"].as_str().unwrap().contains("unknown action"), "{reply}");
-    }));
-    let _ = child.kill();
-    let _ = child.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
+        server.post("/v1/world/sessions", r#"{"dataset": {"split": "val", "episode": 0, "frame": 0}}"#);
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    for action in [0, 1] {
+        let (status, reply) =
+            server.post(&format!("/v1/world/sessions/{id}/step"), &format!(r#"{{"action": {action}}}"#));
+        assert_eq!(status, 200, "{reply}");
+        let png = base64_decode(reply["frame"].as_str().unwrap());
+        let img = image::load_from_memory(&png).unwrap();
+        assert_eq!((img.width(), img.height()), (64, 64));
     }
+    let (status, reply) = server.post(&format!("/v1/world/sessions/{id}/step"), r#"{"action": 6}"#);
+    assert_eq!(status, 400, "{reply}");
+    assert!(reply["error"].as_str().unwrap().contains("unknown action"), "{reply}");
 }
 
 fn base64_decode(s: &str) -> Vec<u8> {

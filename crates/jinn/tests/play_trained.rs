@@ -12,14 +12,15 @@
 
 #[path = "../../jinn-serve/tests/chromium/mod.rs"]
 mod chromium;
+mod common;
 
 use chromium::{chromium_or_skip, launch, Cdp};
+use common::PlayServer;
 use jinn_data::objects::detect_breakout;
 use jinn_data::FrameShape;
 use serde_json::{json, Value};
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const SIZE: usize = 32;
 const SHAPE: FrameShape = FrameShape { height: SIZE, width: SIZE, channels: 3 };
@@ -119,26 +120,6 @@ fn steers_over_a_socket(dyn_run: &Path, data: &Path, out: &Path) -> Vec<Value> {
     m["steering"].as_array().unwrap().clone()
 }
 
-/// Start `jinn play` on a free loopback port; returns the process and its base URL.
-fn serve(dyn_run: &Path, data: &Path) -> (std::process::Child, String) {
-    #[rustfmt::skip]
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jinn"))
-        .args(["play", "--ckpt", dyn_run.to_str().unwrap(), "--data", data.to_str().unwrap(),
-               "--no-browser", "--port", "0", "--device", "cpu"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start jinn play");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
-        let _ = child.kill();
-        panic!("no URL in: {line}");
-    };
-    let base = url.trim_end_matches('/').to_string();
-    (child, base)
-}
-
 /// The paddle centre x (px) on the page's canvas.
 fn canvas_paddle(cdp: &mut Cdp) -> f64 {
     let frame = cdp.canvas(SHAPE);
@@ -182,12 +163,11 @@ fn steers_in_the_browser(dyn_run: &Path, data: &Path, trials: &[Value]) {
             off(a).total_cmp(&off(b))
         })
         .expect("a start frame that steered both ways over the socket");
-    let (server, base) = serve(dyn_run, data);
-    let _server = KillOnDrop(server);
+    let server = PlayServer::start(dyn_run, data, &["--device", "cpu"]);
     let profile = tempfile::tempdir().unwrap();
     let (_browser, ws_url) = launch(&binary, profile.path());
     let mut cdp = Cdp::connect(&ws_url);
-    let target = cdp.call("Target.createTarget", json!({ "url": format!("{base}/") }));
+    let target = cdp.call("Target.createTarget", json!({ "url": format!("{}/", server.base) }));
     let attached =
         cdp.call("Target.attachToTarget", json!({ "targetId": target["targetId"], "flatten": true }));
     cdp.session = Some(attached["sessionId"].as_str().unwrap().to_string());
@@ -207,15 +187,6 @@ fn steers_in_the_browser(dyn_run: &Path, data: &Path, trials: &[Value]) {
     eprintln!("browser: paddle at {x0:.1} px; after {HOLD}× ArrowLeft {left:.1}, after {HOLD}× ArrowRight {right:.1}");
     assert!(left <= x0 - REQUIRED_PX, "ArrowLeft moved the paddle from {x0} to {left} px");
     assert!(right >= x0 + REQUIRED_PX, "ArrowRight moved the paddle from {x0} to {right} px");
-}
-
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

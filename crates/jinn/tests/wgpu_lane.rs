@@ -11,9 +11,11 @@
 //! two devices' different summation orders leave the losses within a relative 2e-2.
 #![cfg(feature = "wgpu")]
 
-use std::io::BufRead;
+mod common;
+
+use common::PlayServer;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const GPU: &str = "wgpu:cpu";
 /// Relative agreement of the first step's loss (same parameters, same batch).
@@ -250,45 +252,15 @@ fn samples_alike(dir: &Path, run: &Path, data: &Path) {
 
 /// `jinn play --device wgpu:cpu`: a session starts and steps over a real socket.
 fn serves_from_wgpu(run: &Path, data: &Path) {
-    #[rustfmt::skip]
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jinn"))
-        .args(["play", "--ckpt", &p(run), "--data", &p(data), "--no-browser", "--port", "0",
-               "--maskgit-steps", "2", "--device", GPU])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start jinn play");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let result = std::panic::catch_unwind(|| {
-        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL");
-        let base = url.trim_end_matches('/');
-        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        let post = |path: &str, body: &str| {
-            let mut r = agent
-                .post(format!("{base}{path}"))
-                .header("content-type", "application/json")
-                .send(body.to_string())
-                .unwrap();
-            let status = r.status().as_u16();
-            (
-                status,
-                serde_json::from_slice::<serde_json::Value>(&r.body_mut().read_to_vec().unwrap()).unwrap(),
-            )
-        };
-        let (status, created) = post("/v1/world/sessions", r#"{"dataset": {"split": "val", "episode": 0}}"#);
-        assert_eq!(status, 201, "{created}");
-        let id = created["id"].as_str().unwrap();
-        for action in [1, 2] {
-            let (status, reply) =
-                post(&format!("/v1/world/sessions/{id}/step"), &format!(r#"{{"action": {action}}}"#));
-            assert_eq!(status, 200, "{reply}");
-            assert!(reply["frame"].as_str().is_some_and(|f| !f.is_empty()), "{reply}");
-        }
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
+    let server = PlayServer::start(run, data, &["--maskgit-steps", "2", "--device", GPU]);
+    let (status, created) =
+        server.post("/v1/world/sessions", r#"{"dataset": {"split": "val", "episode": 0}}"#);
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap();
+    for action in [1, 2] {
+        let (status, reply) =
+            server.post(&format!("/v1/world/sessions/{id}/step"), &format!(r#"{{"action": {action}}}"#));
+        assert_eq!(status, 200, "{reply}");
+        assert!(reply["frame"].as_str().is_some_and(|f| !f.is_empty()), "{reply}");
     }
 }
