@@ -22,6 +22,7 @@ use crate::config::TrainConfig;
 use crate::distributed::{self, ensure_same_on_all_ranks, mean_over_ranks, Collective};
 use crate::error::{Result, TrainError};
 use crate::metrics_log::{MetricRecord, RunLogger};
+use crate::precision::Precision;
 use burn::module::Module;
 use jinn_nn::warm_pool::WarmPool;
 use std::collections::BTreeMap;
@@ -135,6 +136,26 @@ pub trait TrainTask {
     fn step_macs(&self) -> Option<u64> {
         None
     }
+
+    /// The compute precisions (`train.precision`) this task trains in. Default: f32 only;
+    /// tasks whose step casts the model and its inputs (`Precision::compute_model`) add bf16.
+    fn precisions(&self) -> &'static [Precision] {
+        &[Precision::F32]
+    }
+}
+
+/// Error (naming `train.precision`) unless `task` trains in `precision` and the model's device
+/// computes in it: a precision is never ignored, nor silently replaced by f32.
+pub fn ensure_precision<T: TrainTask>(task: &T, precision: Precision) -> Result<()> {
+    if !task.precisions().contains(&precision) {
+        let offered: Vec<String> =
+            task.precisions().iter().map(|p| format!("{p:?}").to_lowercase()).collect();
+        return Err(TrainError::config(
+            "train.precision",
+            format!("the {} trains in {} only, not {precision:?}", task.kind(), offered.join(" or ")),
+        ));
+    }
+    task.model().devices().iter().try_for_each(|device| precision.ensure_supported(device))
 }
 
 /// Settings of one call to [`run`] besides the [`TrainConfig`].
@@ -211,6 +232,7 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     observer: &mut O,
 ) -> Result<RunSummary> {
     train.validate()?;
+    ensure_precision(task, train.precision)?;
     let group = distributed::collective();
     let leader = group.is_none_or(|g| g.rank() == 0);
     std::fs::create_dir_all(&opts.run_dir).map_err(|e| TrainError::io(&opts.run_dir, e))?;

@@ -2,6 +2,7 @@
 //! (machines are noisy; only ratios carry over between them).
 
 mod data;
+mod gpu;
 mod graph;
 mod lm;
 #[cfg(feature = "mpi")]
@@ -45,6 +46,10 @@ pub enum BenchCommand {
     Sfd(sfd::SfdBenchArgs),
     /// World-model rollout frames/s: causal and MaskGIT sampling with vs without KV caches.
     Sample(sample::SampleBenchArgs),
+    /// On a GPU (default `--device wgpu`): the matmul peak, then the training steps of the
+    /// tokenizer, LAM and MaskGIT dynamics (jasmine-small) and the jasmine-default tokenizer
+    /// in f32 and bf16 (ms/step, device memory, share of the peak), and sampling frames/s.
+    Gpu(gpu::GpuBenchArgs),
     /// Tokenizer training samples/s of N data-parallel ranks vs 1 rank under mpirun
     /// (interleaved runs; build with --features mpi).
     #[cfg(feature = "mpi")]
@@ -63,6 +68,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Serve(a) => serve::run(a),
         BenchCommand::Sample(a) => sample::run(a),
         BenchCommand::Sfd(a) => sfd::run(a),
+        BenchCommand::Gpu(a) => gpu::run(a),
         #[cfg(feature = "mpi")]
         BenchCommand::Mpi(a) => mpi::run(a),
     }

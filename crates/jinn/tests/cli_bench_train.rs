@@ -1,7 +1,8 @@
 //! `jinn bench train --task lam|dynamics` at tiny sizes: the figures are printed, parse, and
 //! agree with each other (percentiles ordered, ratios = figure / reference, step rate and floor
 //! = matmul work / time and / peak); `--jasmine-ms/--jasmine-mb` add a same-host line whose
-//! verdicts follow its ratios; a bad `--task` or Jasmine figure is a clear error.
+//! verdicts follow its ratios; a bad `--task` or Jasmine figure is a clear error. `jinn bench
+//! gpu` runs end to end (on the CPU backend here; on wgpu in the software-GPU lane's manual run).
 
 use std::process::{Command, Output};
 
@@ -179,4 +180,37 @@ fn unknown_task_is_a_clap_error() {
     assert!(!o.status.success(), "{out}");
     assert!(out.contains("invalid value 'vae' for '--task"), "{out}");
     assert!(out.contains("tokenizer") && out.contains("lam") && out.contains("dynamics"), "{out}");
+}
+
+#[test]
+fn bench_gpu_prints_every_row_against_its_measured_matmul_peak() {
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "bench", "gpu", "--device", "cpu", "--rows", "small", "--steps", "2", "--warmup", "0",
+        "--peak-side", "64", "--sample-frames", "2", "--set", "train.batch_size=1", "--set", "data.seq_len=2",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("device: cpu"), "{out}");
+    let peak = numbers(&out, "f32 matmul peak:")[0];
+    assert!(peak > 0.0, "{out}");
+    for row in ["Tokenizer (jasmine-small/tokenizer) f32:", "LAM (jasmine-small/lam) f32:",
+                "MaskGIT dynamics (jasmine-small/dynamics) f32:"] {
+        let line = out.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("no {row}:\n{out}"));
+        let before = |unit: &str| -> f64 {
+            let head = line.split(unit).next().unwrap();
+            head.rsplit([' ', '=']).find(|w| !w.is_empty()).unwrap().parse().unwrap_or_else(|e| panic!("{line}: {e}"))
+        };
+        // The share is the step's rate over the peak.
+        let (ms, rate, share) = (before(" ms/step"), before(" TFLOP/s"), before("% of the matmul peak"));
+        assert!(ms > 0.0 && rate > 0.0, "{line}");
+        let expected = 100.0 * rate / peak;
+        assert!((share - expected).abs() <= 0.05 * expected + 0.1, "{row}: {share}% vs {expected}%\n{out}");
+    }
+    // The LAM and the dynamics train in f32 only: their bf16 rows say so instead of timing f32.
+    for row in ["LAM (jasmine-small/lam) bf16:", "MaskGIT dynamics (jasmine-small/dynamics) bf16:"] {
+        let line = out.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("no {row}:\n{out}"));
+        assert!(line.contains("train.precision") || line.contains("not supported"), "{line}");
+    }
+    assert!(out.contains("frames/s"), "{out}");
 }

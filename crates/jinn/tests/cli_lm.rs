@@ -1,6 +1,8 @@
 //! End-to-end `jinn lm`: train a tiny byte-level RSF-LM on two of the shipped plays, resume it,
 //! evaluate it (held-out play and --text), generate, and reject bad prompts clearly.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -16,22 +18,10 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A corpus of the first 6 kB of two shipped plays.
-fn small_corpus(dir: &Path) -> PathBuf {
-    let corpus = dir.join("corpus");
-    std::fs::create_dir_all(&corpus).unwrap();
-    for play in ["macbeth_gut_f.txt", "tempest_gut_f.txt"] {
-        let full = std::fs::read_to_string(repo().join("data/text/shakespeare").join(play)).unwrap();
-        let cut = full.char_indices().map(|(i, _)| i).find(|&i| i >= 6000).unwrap();
-        std::fs::write(corpus.join(play), &full[..cut]).unwrap();
-    }
-    corpus
-}
-
 #[test]
 fn lm_train_resume_eval_generate_and_bad_prompts() {
     let dir = tempfile::tempdir().unwrap();
-    let corpus = small_corpus(dir.path());
+    let corpus = common::shakespeare_excerpt(dir.path());
     let run = dir.path().join("run");
     let (corpus_s, run_s) = (corpus.to_str().unwrap(), run.to_str().unwrap());
     let config = repo().join("configs/lm/shakespeare.toml");

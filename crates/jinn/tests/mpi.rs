@@ -4,6 +4,8 @@
 //! then if `JINN_REQUIRE_MPI=1`, as in CI).
 #![cfg(feature = "mpi")]
 
+mod common;
+
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Tensor};
 use jinn_train::checkpoint::{latest_good, step_dir_name, Checkpoint};
@@ -418,13 +420,7 @@ fn every_model_kind_trains_on_two_ranks_as_on_one() {
     same_on_one_and_two_ranks(&mpirun, d, "diffusion", &a);
 
     // The RSF language model (memory-free backprop) on the first 6 kB of two shipped plays.
-    let corpus = d.join("corpus");
-    std::fs::create_dir_all(&corpus).unwrap();
-    for play in ["macbeth_gut_f.txt", "tempest_gut_f.txt"] {
-        let text = std::fs::read_to_string(repo.join("data/text/shakespeare").join(play)).unwrap();
-        let cut = text.char_indices().map(|(i, _)| i).find(|&i| i >= 6000).unwrap();
-        std::fs::write(corpus.join(play), &text[..cut]).unwrap();
-    }
+    let corpus = common::shakespeare_excerpt(d);
     let lm_config = repo.join("configs/lm/shakespeare.toml");
     #[rustfmt::skip]
     let lm = args(&[

@@ -18,6 +18,8 @@ mod cpu;
 mod layer_norm;
 mod linear;
 mod mse;
+#[cfg(all(test, feature = "wgpu"))]
+mod on_wgpu;
 mod xent;
 
 pub use activation::{gelu_tanh, sigmoid};

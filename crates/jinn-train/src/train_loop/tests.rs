@@ -282,6 +282,16 @@ fn resuming_another_model_kind_is_refused() {
     assert!(err.contains("model.d"), "{err}");
 }
 
+#[test]
+fn a_precision_the_task_does_not_train_in_is_a_config_error_not_a_silent_f32() {
+    let mut cfg = train_cfg();
+    cfg.precision = Precision::Bf16;
+    let dir = tempfile::tempdir().unwrap();
+    let err = run(&mut Regression::new(1), &cfg, &opts(dir.path(), false, Some(2))).unwrap_err().to_string();
+    assert!(err.contains("train.precision") && err.contains("f32 only"), "{err}");
+    assert!(!dir.path().join(METRICS_FILE).exists(), "nothing trained: {err}");
+}
+
 /// Records every observer call.
 #[derive(Default)]
 struct Recorder {

@@ -26,6 +26,7 @@ use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, SampleStreams};
 use jinn_nn::init::seeded_init;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
+use jinn_train::precision::Precision;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::Result;
 use std::path::Path;
@@ -88,7 +89,6 @@ impl MaeTask {
         device: Device,
     ) -> Result<Self> {
         cfg.train.validate()?;
-        cfg.train.precision.ensure_supported(&device)?;
         cfg.model.mae().map_err(model_err)?;
         let (train_data, val_data) =
             open_splits(data_dir, &cfg.train, &cfg.data, cfg.model.coder().frames())?;
@@ -122,6 +122,10 @@ impl TrainTask for MaeTask {
 
     fn kind(&self) -> &str {
         TOKENIZER_KIND
+    }
+
+    fn precisions(&self) -> &'static [Precision] {
+        &[Precision::F32, Precision::Bf16]
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {

@@ -38,6 +38,7 @@ use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
+use jinn_train::precision::Precision;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
@@ -91,7 +92,6 @@ impl TokenizerTask {
     pub fn new(cfg: &TokenizerRunConfig, data_dir: &Path, model: Tokenizer, device: Device) -> Result<Self> {
         let vq = cfg.model.vq().map_err(model_err)?;
         cfg.train.validate()?;
-        cfg.train.precision.ensure_supported(&device)?;
         let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
         let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
         Ok(TokenizerTask {
@@ -134,6 +134,10 @@ impl TrainTask for TokenizerTask {
 
     fn kind(&self) -> &str {
         TOKENIZER_KIND
+    }
+
+    fn precisions(&self) -> &'static [Precision] {
+        &[Precision::F32, Precision::Bf16]
     }
 
     fn model(&self) -> &Tokenizer {

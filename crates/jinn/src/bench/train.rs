@@ -4,16 +4,15 @@
 //! resident memory, with their ratios to the targets and to Jasmine's figures at
 //! jasmine-small, and the step's matmul work with the time floor it sets on the device.
 
-mod roofline;
+pub(crate) mod roofline;
 mod setup;
 
 use crate::device::DeviceArgs;
-use crate::tasks::AnyTask;
 use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::config::TrainConfig;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Which model's training step `jinn bench train` times.
@@ -114,24 +113,10 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
         }
     }
     // Measured before the task exists, so its data loader's threads do not compete.
-    let peak_gflops = roofline::matmul_peak_gflops(&a.device.device(), Duration::from_secs(1));
+    let peak_gflops = roofline::matmul_peak_gflops(&a.device.device(), Duration::from_secs(1))?;
     let tmp = tempfile::tempdir()?;
-    let device = a.device.device().autodiff();
-    let (task, train, reference) = match a.task {
-        BenchTask::Tokenizer => {
-            let (task, train) = setup::registered("tokenizer", &a, tmp.path(), device)?;
-            (task, train, &TOKENIZER)
-        }
-        BenchTask::Lam => {
-            let (task, train) = setup::registered("lam", &a, tmp.path(), device)?;
-            (task, train, &LAM)
-        }
-        BenchTask::Dynamics => {
-            let (task, train) = setup::dynamics(&a, tmp.path(), device)?;
-            (task, train, &DYNAMICS)
-        }
-    };
-    time_steps(task, &train, &a, peak_gflops, reference)
+    let measured = measure(&a, tmp.path())?;
+    print(&measured, &a, peak_gflops)
 }
 
 /// Only the step is timed: no validation, and the LR schedule must span the benchmark.
@@ -140,39 +125,80 @@ fn prepare_train(train: &mut TrainConfig, a: &TrainBenchArgs) {
     train.steps = train.steps.max(a.warmup + a.steps);
 }
 
-/// Run the warm-up and timed steps of `task` and print the step-time percentiles, the peak RSS
-/// and their ratios to `reference`, and the step's matmul work against `peak_gflops`.
-fn time_steps(
-    mut task: Box<dyn AnyTask>,
-    train: &TrainConfig,
-    a: &TrainBenchArgs,
-    peak_gflops: f64,
-    reference: &Reference,
-) -> anyhow::Result<()> {
+/// What the timed steps of one task measured.
+pub(crate) struct Measured {
+    /// Step times, ms, sorted.
+    pub times_ms: Vec<f64>,
+    /// Multiply-accumulates of one step, where the task counts them.
+    pub macs: Option<u64>,
+    /// The most the device's allocator held during the steps, where the backend reports it.
+    pub device_peak_bytes: Option<u64>,
+}
+
+impl Measured {
+    /// Median step time, ms.
+    pub fn median_ms(&self) -> f64 {
+        percentile(&self.times_ms, 0.5)
+    }
+}
+
+/// The figures `a.task`'s step is compared with.
+fn reference(task: BenchTask) -> &'static Reference {
+    match task {
+        BenchTask::Tokenizer => &TOKENIZER,
+        BenchTask::Lam => &LAM,
+        BenchTask::Dynamics => &DYNAMICS,
+    }
+}
+
+/// Build the task of `a` (its data, when generated, and component runs in `tmp`) and time
+/// `a.warmup + a.steps` training steps, the last `a.steps` of them.
+pub(crate) fn measure(a: &TrainBenchArgs, tmp: &Path) -> anyhow::Result<Measured> {
+    let device = a.device.device();
+    device.memory_cleanup();
+    let (mut task, train) = match a.task {
+        BenchTask::Tokenizer => setup::registered("tokenizer", a, tmp, device.clone().autodiff())?,
+        BenchTask::Lam => setup::registered("lam", a, tmp, device.clone().autodiff())?,
+        BenchTask::Dynamics => setup::dynamics(a, tmp, device.clone().autodiff())?,
+    };
     let macs = task.step_macs();
-    let mut times = Vec::with_capacity(a.steps as usize);
-    task.bare_steps(train, a.warmup + a.steps, &mut |step, time, metrics| {
+    let mut times_ms = Vec::with_capacity(a.steps as usize);
+    let mut device_peak_bytes = None;
+    task.bare_steps(&train, a.warmup + a.steps, &mut |step, time, metrics| {
         let loss = metrics.get("loss").copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
             bail!("step {step}: the loss is {loss}");
         }
         if step >= a.warmup {
-            times.push(time.as_secs_f64() * 1e3);
+            times_ms.push(time.as_secs_f64() * 1e3);
+        }
+        if let Some(usage) = device.memory_pool_usage() {
+            device_peak_bytes = Some(device_peak_bytes.unwrap_or(0).max(usage.bytes_reserved));
         }
         Ok(())
     })?;
+    times_ms.sort_by(f64::total_cmp);
+    Ok(Measured { times_ms, macs, device_peak_bytes })
+}
 
-    times.sort_by(f64::total_cmp);
-    let median = percentile(&times, 0.5);
+/// Print the step-time percentiles, the peak RSS and their ratios to the task's reference,
+/// and the step's matmul work against `peak_gflops`.
+fn print(m: &Measured, a: &TrainBenchArgs, peak_gflops: f64) -> anyhow::Result<()> {
+    let times = &m.times_ms;
+    let median = m.median_ms();
     let peak_mb = peak_rss_mb()?;
+    let reference = reference(a.task);
     let Reference { basis, target_ms, target_mb, jasmine_ms, jasmine_mb } = *reference;
     println!(
         "ms/step: median {median:.1}, p10 {:.1}, p90 {:.1} (over {} steps)",
-        percentile(&times, 0.1),
-        percentile(&times, 0.9),
+        percentile(times, 0.1),
+        percentile(times, 0.9),
         times.len()
     );
     println!("peak RSS: {peak_mb:.0} MB (VmHWM)");
+    if let Some(bytes) = m.device_peak_bytes {
+        println!("peak device memory: {:.0} MB (reserved by the allocator)", bytes as f64 / 1e6);
+    }
     println!(
         "vs target ({target_ms:.0} ms, {target_mb:.0} MB: {basis}): time ×{:.2}, memory ×{:.2} \
          (≤ 1 meets it)",
@@ -188,7 +214,7 @@ fn time_steps(
     if let Some(measured_ms) = a.jasmine_ms {
         print_same_host(median, peak_mb, measured_ms, a.jasmine_mb, reference);
     }
-    if let Some(macs) = macs {
+    if let Some(macs) = m.macs {
         roofline::print(macs, median, peak_gflops, target_ms);
     }
     Ok(())

@@ -128,6 +128,7 @@ impl<T: TrainTask> AnyTask for T {
         steps: u64,
         on_step: &mut dyn FnMut(u64, Duration, &Metrics) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
+        jinn_train::train_loop::ensure_precision(self, train.precision)?;
         let mut updater = Updater::new(self, &train.optim)?;
         let on_cpu = runs_on_cpu(self.model());
         for step in 0..steps {

@@ -1,10 +1,10 @@
 //! Test support shared by the `jinn` binary's integration tests: `jinn play` on a loopback
-//! port and JSON requests to it.
+//! port and JSON requests to it, and a small text corpus.
 
 #![allow(dead_code)]
 
 use std::io::BufRead;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// A `jinn play` process serving on a free loopback port; killed when dropped.
@@ -54,4 +54,17 @@ impl Drop for PlayServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A corpus of the first 6 kB of two shipped plays, in `dir/corpus`.
+pub fn shakespeare_excerpt(dir: &Path) -> PathBuf {
+    let plays = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/text/shakespeare");
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    for play in ["macbeth_gut_f.txt", "tempest_gut_f.txt"] {
+        let text = std::fs::read_to_string(plays.join(play)).unwrap();
+        let cut = text.char_indices().map(|(i, _)| i).find(|&i| i >= 6000).unwrap();
+        std::fs::write(corpus.join(play), &text[..cut]).unwrap();
+    }
+    corpus
 }
