@@ -194,12 +194,19 @@ fn bench_gpu_prints_every_row_against_its_measured_matmul_peak() {
     assert!(out.contains("device: cpu"), "{out}");
     let peak = numbers(&out, "f32 matmul peak:")[0];
     assert!(peak > 0.0, "{out}");
-    for row in ["Tokenizer (jasmine-small/tokenizer) f32:", "LAM (jasmine-small/lam) f32:",
-                "MaskGIT dynamics (jasmine-small/dynamics) f32:"] {
+    for row in [
+        "Tokenizer (jasmine-small/tokenizer) f32:",
+        "LAM (jasmine-small/lam) f32:",
+        "MaskGIT dynamics (jasmine-small/dynamics) f32:",
+    ] {
         let line = out.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("no {row}:\n{out}"));
         let before = |unit: &str| -> f64 {
             let head = line.split(unit).next().unwrap();
-            head.rsplit([' ', '=']).find(|w| !w.is_empty()).unwrap().parse().unwrap_or_else(|e| panic!("{line}: {e}"))
+            head.rsplit([' ', '='])
+                .find(|w| !w.is_empty())
+                .unwrap()
+                .parse()
+                .unwrap_or_else(|e| panic!("{line}: {e}"))
         };
         // The share is the step's rate over the peak.
         let (ms, rate, share) = (before(" ms/step"), before(" TFLOP/s"), before("% of the matmul peak"));

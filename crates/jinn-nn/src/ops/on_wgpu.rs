@@ -25,6 +25,12 @@ const F16_TOL: f32 = 3e-2;
 /// Named outputs of one case: the forward value first, then gradients.
 type Outputs = Vec<(&'static str, TensorData)>;
 
+/// Reads one leaf's gradient (f32) out of a backward's gradients.
+type GradOf<'a> = Box<dyn Fn(&burn::tensor::Gradients) -> Option<TensorData> + 'a>;
+
+/// A named case: builds its inputs from an [`Inputs`] and returns its [`Outputs`].
+type Case = (&'static str, Box<dyn Fn(&Inputs) -> Outputs>);
+
 /// Draws a case's inputs on the host from one seeded generator and puts them on `device` in
 /// `dtype`, as leaves that take gradients when `grads` is set.
 struct Inputs {
@@ -81,7 +87,7 @@ impl Inputs {
 fn value_and_grads<const D: usize>(
     m: &Inputs,
     out: Tensor<D>,
-    leaves: Vec<(&'static str, Box<dyn Fn(&burn::tensor::Gradients) -> Option<TensorData> + '_>)>,
+    leaves: Vec<(&'static str, GradOf<'_>)>,
 ) -> Outputs {
     let mut outputs = vec![("value", out.clone().cast(FloatDType::F32).into_data())];
     if m.grads {
@@ -95,9 +101,7 @@ fn value_and_grads<const D: usize>(
 }
 
 /// A gradient getter for a leaf tensor.
-fn grad_of<const D: usize>(
-    t: &Tensor<D>,
-) -> Box<dyn Fn(&burn::tensor::Gradients) -> Option<TensorData> + '_> {
+fn grad_of<const D: usize>(t: &Tensor<D>) -> GradOf<'_> {
     Box::new(move |g| t.grad(g).map(|g| g.cast(FloatDType::F32).into_data()))
 }
 
@@ -175,7 +179,7 @@ fn xent_case(m: &Inputs) -> Outputs {
 }
 
 /// Every case, by name.
-fn cases() -> Vec<(&'static str, Box<dyn Fn(&Inputs) -> Outputs>)> {
+fn cases() -> Vec<Case> {
     vec![
         ("linear_rows", Box::new(linear_case)),
         ("layer_norm", Box::new(layer_norm_case)),
@@ -205,7 +209,7 @@ fn software_gpu() -> Option<Device> {
     let probe = device.clone();
     let up = std::panic::catch_unwind(move || Tensor::<1>::ones([4], &probe).sum().into_scalar::<f32>());
     match up {
-        Ok(v) if v == 4.0 => Some(device),
+        Ok(4.0) => Some(device),
         _ => {
             let required = std::env::var("JINN_REQUIRE_GPU").as_deref() == Ok("1");
             assert!(!required, "JINN_REQUIRE_GPU=1 but no software wgpu adapter (lavapipe) comes up");

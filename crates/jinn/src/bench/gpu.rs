@@ -84,7 +84,11 @@ pub fn run(a: GpuBenchArgs) -> anyhow::Result<()> {
         }
         let gflops = roofline::matmul_peak(&device, a.peak_side, dtype, PEAK_BUDGET)
             .with_context(|| format!("measuring the {name} matmul peak"))?;
-        println!("{name} matmul peak: {} TFLOP/s ({}² products)", roofline::four_digits(gflops / 1e3), a.peak_side);
+        println!(
+            "{name} matmul peak: {} TFLOP/s ({}² products)",
+            roofline::four_digits(gflops / 1e3),
+            a.peak_side
+        );
         peaks.push((dtype, gflops));
     }
 
@@ -121,7 +125,7 @@ pub fn run(a: GpuBenchArgs) -> anyhow::Result<()> {
                 Ok(m) => println!("=> {label}: {}", figures(&m, peak)),
                 // A precision the model does not train in is reported, not fatal.
                 Err(e) if format!("{e:#}").contains("train.precision") => println!("=> {label}: {e:#}"),
-                Err(e) => return Err(e.context(format!("{label}"))),
+                Err(e) => return Err(e.context(label)),
             }
         }
     }
