@@ -7,6 +7,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader, LoaderConfig};
+use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, SampleStreams};
 use jinn_data::FrameShape;
 use jinn_nn::{DeadCodeTracker, NnError};
@@ -48,7 +49,7 @@ pub(crate) fn open_split(
 }
 
 /// The train split and, if present, the val split (required when `val_every > 0`).
-pub(crate) fn open_splits(
+fn open_splits(
     data_dir: &Path,
     train: &TrainConfig,
     data: &DataConfig,
@@ -100,31 +101,70 @@ pub(crate) fn val_loader(train: &TrainConfig, data: &DataConfig, split: Arc<Data
     Ok(Loader::new(split, cfg)?)
 }
 
-/// The training split's endless batch stream, this rank's shard of every global batch; its
-/// position travels in checkpoints (`state.loader`), so a resumed run reads on exactly where
-/// the interrupted one stopped.
-pub(crate) struct TrainStream {
-    split: Arc<Dataset>,
-    config: LoaderConfig,
-    loader: Loader,
+/// A task's data: the training split's endless batch stream (this rank's shard of every global
+/// batch) and the val split when there is one. The stream's position travels in checkpoints
+/// (`state.loader`), so a resumed run reads on exactly where the interrupted one stopped.
+pub(crate) struct TaskData {
+    train: Arc<Dataset>,
+    val: Option<Arc<Dataset>>,
+    train_cfg: TrainConfig,
+    data_cfg: DataConfig,
+    stream_cfg: LoaderConfig,
+    stream: Loader,
 }
 
-impl TrainStream {
-    /// The stream over `split` from its start.
-    pub(crate) fn new(split: Arc<Dataset>, train: &TrainConfig, data: &DataConfig) -> Result<TrainStream> {
-        let config = loader_config(train, data);
-        let loader = Loader::new(split.clone(), config)?;
-        Ok(TrainStream { split, config, loader })
+impl TaskData {
+    /// `<data_dir>/train` (and `val/` if present; required when `train.val_every > 0`), its
+    /// frames checked to be `want`, streamed from the start.
+    pub(crate) fn open(
+        data_dir: &Path,
+        train: &TrainConfig,
+        data: &DataConfig,
+        want: FrameShape,
+    ) -> Result<TaskData> {
+        let (train_split, val) = open_splits(data_dir, train, data, want)?;
+        let stream_cfg = loader_config(train, data);
+        let stream = Loader::new(train_split.clone(), stream_cfg)?;
+        Ok(TaskData {
+            train: train_split,
+            val,
+            train_cfg: train.clone(),
+            data_cfg: data.clone(),
+            stream_cfg,
+            stream,
+        })
     }
 
-    /// The next batch (the stream cycles forever).
+    /// The training split.
+    pub(crate) fn train_split(&self) -> &Dataset {
+        &self.train
+    }
+
+    /// The next training batch (the stream cycles forever).
     pub(crate) fn next(&mut self) -> Result<Batch> {
-        next_batch(&mut self.loader)
+        next_batch(&mut self.stream)
     }
 
-    /// Record the position in `state`.
+    /// A fresh validation loader, or `None` without a val split.
+    pub(crate) fn val_loader(&self) -> Result<Option<Loader>> {
+        self.val.clone().map(|split| val_loader(&self.train_cfg, &self.data_cfg, split)).transpose()
+    }
+
+    /// The first batch of a fresh validation loader over the val split (the train split
+    /// without one): what the training GIFs show.
+    pub(crate) fn image_batch(&self) -> Result<Batch> {
+        let split = self.val.clone().unwrap_or_else(|| self.train.clone());
+        next_batch(&mut val_loader(&self.train_cfg, &self.data_cfg, split)?)
+    }
+
+    /// The first clip of [`Self::image_batch`], as a batch of one.
+    pub(crate) fn image_clip(&self) -> Result<Batch> {
+        Ok(first_clip(self.image_batch()?))
+    }
+
+    /// Record the stream's position in `state`.
     pub(crate) fn save(&self, state: &mut TrainState) {
-        state.loader = Some(self.loader.position());
+        state.loader = Some(self.stream.position());
     }
 
     /// Continue from the position stored in `checkpoint`.
@@ -135,8 +175,25 @@ impl TrainStream {
                 "state.json has no loader position; cannot resume exactly",
             )
         })?;
-        self.loader = Loader::resume(self.split.clone(), self.config, Some(position))?;
+        self.stream = Loader::resume(self.train.clone(), self.stream_cfg, Some(position))?;
         Ok(())
+    }
+}
+
+/// Mean PSNR and SSIM of `decoded` frames (`[b, t, h, w, c]` in `[0, 1]`) against `batch`'s
+/// clips.
+pub(crate) fn psnr_ssim(decoded: Tensor<5>, batch: &Batch) -> Result<(f64, f64)> {
+    let decoded: Vec<f32> = decoded.try_into_vec_as::<f32>().expect("float tensor data");
+    let truth: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
+    Ok((mean_psnr(&decoded, &truth, batch.frame_shape)?, mean_ssim(&decoded, &truth, batch.frame_shape)?))
+}
+
+/// Add `counts` element-wise into `into` (which starts empty).
+pub(crate) fn add_counts(into: &mut Vec<u64>, counts: Vec<u64>) {
+    if into.is_empty() {
+        *into = counts;
+    } else {
+        into.iter_mut().zip(counts).for_each(|(a, c)| *a += c);
     }
 }
 
@@ -222,17 +279,15 @@ pub(crate) fn restore_dead_code_counters(
     Ok(())
 }
 
-/// The first clip (and its actions) of a fresh validation loader over `split`, as a batch of
-/// one: what the training GIFs show.
-pub(crate) fn first_clip(train: &TrainConfig, data: &DataConfig, split: Arc<Dataset>) -> Result<Batch> {
-    let batch = next_batch(&mut val_loader(train, data, split)?)?;
+/// The first clip (and its actions) of `batch`, as a batch of one.
+fn first_clip(batch: Batch) -> Batch {
     let clip = batch.frame_shape.frame_bytes() * batch.seq_len;
-    Ok(Batch {
+    Batch {
         videos: batch.videos[..clip].to_vec(),
         actions: batch.actions.as_ref().map(|a| a[..batch.seq_len * batch.action_dims].to_vec()),
         batch_size: 1,
         ..batch
-    })
+    }
 }
 
 /// Writes `run_dir/images/{prefix}_step_{step:06}.gif` with `panels` (frames of `shape`) side by

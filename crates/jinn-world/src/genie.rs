@@ -108,6 +108,20 @@ impl ActionConfig {
         }
     }
 
+    /// With ground-truth actions, `data` must record the same action count (when it records
+    /// one at all).
+    pub(crate) fn check_data(&self, data: &jinn_data::dataset::Dataset) -> Result<()> {
+        if let ActionConfig::Gt { num_actions, .. } = self {
+            if let Some(k) = data.metadata().and_then(|m| m.num_actions).filter(|k| k != num_actions) {
+                return Err(TrainError::config(
+                    "--actions gt",
+                    format!("the model embeds {num_actions} actions but the data has {k}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Fresh modules of this action source for the frames of tokenizer `t`: a LAM's encoder
     /// (frozen unless co-trained) and, with `lam_code_embedding`, a table `[K, L]` embedding
     /// its code indices; or a ground-truth embedding table `[num_actions, La]`. Tables are

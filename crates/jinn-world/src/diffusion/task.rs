@@ -14,32 +14,27 @@
 //! against the clip (teacher-forced denoising at the drawn levels, as the reference logs).
 
 use crate::data::{
-    actions, first_clip, model_err, next_batch, open_splits, to_u8, val_loader, val_streams, videos,
-    write_step_gif, TrainStream,
+    actions, add_counts, model_err, next_batch, psnr_ssim, to_u8, val_streams, videos, write_step_gif,
+    TaskData,
 };
 use crate::diffusion::genie::{DiffusionGenie, DiffusionGenieOutput};
 use crate::dynamics::task::GenieRunConfig;
 use crate::genie::DYNAMICS_KIND;
 use burn::module::Module;
-use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
-use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
-use jinn_train::{Result, TrainError};
+use jinn_train::Result;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The diffusion dynamics [`TrainTask`].
 pub struct DiffusionTask {
     model: DiffusionGenie,
     cfg: GenieRunConfig,
-    train_data: Arc<Dataset>,
-    val_data: Option<Arc<Dataset>>,
-    stream: TrainStream,
+    data: TaskData,
 }
 
 /// Running sums of per-forward metrics.
@@ -76,18 +71,9 @@ impl DiffusionTask {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;
         let want = t.coder().frames();
-        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
-        if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
-            let meta = train_data.metadata().and_then(|m| m.num_actions);
-            if meta.is_some_and(|k| k != num_actions) {
-                return Err(TrainError::config(
-                    "--actions gt",
-                    format!("the model embeds {num_actions} actions but the data has {}", meta.unwrap_or(0)),
-                ));
-            }
-        }
-        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
-        Ok(DiffusionTask { model, cfg: cfg.clone(), train_data, val_data, stream })
+        let data = TaskData::open(data_dir, &cfg.train, &cfg.data, want)?;
+        cfg.model.actions.check_data(data.train_split())?;
+        Ok(DiffusionTask { model, cfg: cfg.clone(), data })
     }
 
     fn forward(
@@ -105,11 +91,7 @@ impl DiffusionTask {
         sums.mse += out.out.mse.clone().into_scalar::<f32>() as f64;
         if let (Some(idx), Some(lam)) = (&out.lam_indices, &self.model.lam) {
             let usage = CodeUsage::from_indices(idx.clone(), lam.num_codes()).map_err(model_err)?;
-            if sums.lam_counts.is_empty() {
-                sums.lam_counts = usage.counts;
-            } else {
-                sums.lam_counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
-            }
+            add_counts(&mut sums.lam_counts, usage.counts);
         }
         sums.count += 1;
         Ok(())
@@ -136,7 +118,7 @@ impl TrainTask for DiffusionTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = self.stream.next()?;
+        let batch = self.data.next()?;
         let streams = SampleStreams::new(ctx.seed, "diffusion-noise", ctx.first_sample, batch.batch_size);
         let out = Self::forward(&self.model, &batch, &streams)?;
         let mut sums = Sums::default();
@@ -145,10 +127,9 @@ impl TrainTask for DiffusionTask {
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
-        let Some(data) = self.val_data.clone() else {
+        let Some(mut loader) = self.data.val_loader()? else {
             return Ok(Metrics::new());
         };
-        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let mut sums = Sums::default();
         for i in 0..batches {
@@ -156,15 +137,9 @@ impl TrainTask for DiffusionTask {
             let out =
                 Self::forward(&model, &batch, &val_streams(self.cfg.train.seed, "val-noise", i, &batch))?;
             self.add(&out, &mut sums)?;
-            let recon: Vec<f32> = model
-                .tokenizer
-                .decode(out.out.pred)
-                .map_err(model_err)?
-                .try_into_vec_as::<f32>()
-                .expect("float tensor data");
-            let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
-            sums.psnr += mean_psnr(&recon, &gt, batch.frame_shape)?;
-            sums.ssim += mean_ssim(&recon, &gt, batch.frame_shape)?;
+            let (psnr, ssim) = psnr_ssim(model.tokenizer.decode(out.out.pred).map_err(model_err)?, &batch)?;
+            sums.psnr += psnr;
+            sums.ssim += ssim;
         }
         Ok(sums.into_metrics(true))
     }
@@ -173,8 +148,7 @@ impl TrainTask for DiffusionTask {
     /// val split), its MAE reconstruction, and the decoded clean-latent predictions from the
     /// noised latents (teacher-forced, levels as in validation).
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
-        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
+        let one = self.data.image_clip()?;
         let model = self.model.valid();
         let out = Self::forward(&model, &one, &val_streams(self.cfg.train.seed, "val-noise", 0, &one))?;
         let recon = to_u8(model.tokenizer.decode(out.latents).map_err(model_err)?);
@@ -188,13 +162,13 @@ impl TrainTask for DiffusionTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        self.stream.save(state);
+        self.data.save(state);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = self.model.clone().refreeze(&self.cfg.model);
-        self.stream.restore(checkpoint)?;
+        self.data.restore(checkpoint)?;
         Ok(())
     }
 }

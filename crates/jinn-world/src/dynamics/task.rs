@@ -15,15 +15,13 @@
 
 use crate::data::DataConfig;
 use crate::data::{
-    actions, first_clip, model_err, next_batch, open_splits, to_u8, val_loader, val_streams, videos,
-    write_step_gif, TrainStream,
+    actions, add_counts, model_err, next_batch, psnr_ssim, to_u8, val_streams, videos, write_step_gif,
+    TaskData,
 };
 use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
 use burn::module::Module;
-use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
-use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::SampleStreams;
 use jinn_data::FrameShape;
 use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
@@ -31,10 +29,9 @@ use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
-use jinn_train::{Result, TrainError};
+use jinn_train::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::Arc;
 
 use crate::dynamics::{DynamicsConfig, TokenMetrics};
 use crate::lam::LamConfig;
@@ -71,9 +68,7 @@ pub struct GenieRunConfig {
 pub struct DynamicsTask {
     model: Genie,
     cfg: GenieRunConfig,
-    train_data: Arc<Dataset>,
-    val_data: Option<Arc<Dataset>>,
-    stream: TrainStream,
+    data: TaskData,
     /// Memory-free backprop for a reversible dynamics model (`model.reversible`).
     engine: Engine,
 }
@@ -85,23 +80,12 @@ impl DynamicsTask {
         cfg.train.validate()?;
         let t = &cfg.model.tokenizer;
         let want: FrameShape = t.coder().frames();
-        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
-        if let crate::genie::ActionConfig::Gt { num_actions, .. } = cfg.model.actions {
-            let meta = train_data.metadata().and_then(|m| m.num_actions);
-            if meta.is_some_and(|k| k != num_actions) {
-                return Err(TrainError::config(
-                    "--actions gt",
-                    format!("the model embeds {num_actions} actions but the data has {}", meta.unwrap_or(0)),
-                ));
-            }
-        }
-        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
+        let data = TaskData::open(data_dir, &cfg.train, &cfg.data, want)?;
+        cfg.model.actions.check_data(data.train_split())?;
         Ok(DynamicsTask {
             model,
             cfg: cfg.clone(),
-            train_data,
-            val_data,
-            stream,
+            data,
             engine: Engine::new(Mode::Reconstruct, MonitorConfig::default()),
         })
     }
@@ -139,14 +123,6 @@ impl DynamicsTask {
         }
         sums.count += 1;
         Ok(())
-    }
-}
-
-fn add_counts(into: &mut Vec<u64>, counts: Vec<u64>) {
-    if into.is_empty() {
-        *into = counts;
-    } else {
-        into.iter_mut().zip(counts).for_each(|(a, c)| *a += c);
     }
 }
 
@@ -227,7 +203,7 @@ impl TrainTask for DynamicsTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = self.stream.next()?;
+        let batch = self.data.next()?;
         let streams = SampleStreams::new(ctx.seed, "dynamics-mask", ctx.first_sample, batch.batch_size);
         let (out, objective) = if self.cfg.model.dynamics.reversible {
             // Memory-free backprop through the reversible backbone (genie::reversible).
@@ -256,10 +232,9 @@ impl TrainTask for DynamicsTask {
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
-        let Some(data) = self.val_data.clone() else {
+        let Some(mut loader) = self.data.val_loader()? else {
             return Ok(Metrics::new());
         };
-        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let mut sums = Sums::default();
         for i in 0..batches {
@@ -267,11 +242,9 @@ impl TrainTask for DynamicsTask {
             let out =
                 self.forward(&model, &batch, &val_streams(self.cfg.train.seed, "val-mask", i, &batch))?;
             self.add_metrics(&out, &mut sums, true)?;
-            let recon: Vec<f32> =
-                model.decode_argmax(out.logits).map_err(model_err)?.try_into_vec_as::<f32>().expect("float");
-            let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
-            sums.psnr += mean_psnr(&recon, &gt, batch.frame_shape)?;
-            sums.ssim += mean_ssim(&recon, &gt, batch.frame_shape)?;
+            let (psnr, ssim) = psnr_ssim(model.decode_argmax(out.logits).map_err(model_err)?, &batch)?;
+            sums.psnr += psnr;
+            sums.ssim += ssim;
         }
         Ok(sums.into_metrics(true))
     }
@@ -280,8 +253,7 @@ impl TrainTask for DynamicsTask {
     /// val split), its tokenizer reconstruction, and the frames decoded from the dynamics'
     /// argmax predictions (teacher-forced, with a MaskGIT mask as in validation).
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
-        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
+        let one = self.data.image_clip()?;
         let model = self.model.valid();
         let out = self.forward(&model, &one, &val_streams(self.cfg.train.seed, "val-mask", 0, &one))?;
         let recon = to_u8(model.tokenizer.decode(out.tokens).map_err(model_err)?);
@@ -295,13 +267,13 @@ impl TrainTask for DynamicsTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        self.stream.save(state);
+        self.data.save(state);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         self.model = self.model.clone().refreeze(&self.cfg.model);
-        self.stream.restore(checkpoint)?;
+        self.data.restore(checkpoint)?;
         Ok(())
     }
 }

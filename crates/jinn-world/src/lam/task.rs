@@ -29,8 +29,8 @@
 
 use crate::data::DataConfig;
 use crate::data::{
-    first_clip, model_err, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters,
-    to_u8, val_loader, videos, write_step_gif, TrainStream,
+    model_err, next_batch, restore_dead_code_counters, save_dead_code_counters, to_u8, videos,
+    write_step_gif, TaskData,
 };
 use crate::genie::LAM_KIND;
 use crate::lam::{Lam, LamConfig, LamOutput};
@@ -38,7 +38,6 @@ use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::vq_metrics::VqSums;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
-use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
 use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
@@ -51,7 +50,6 @@ use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, StepC
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::Arc;
 
 /// Key of the dead-code counters in `state.extra`.
 pub const LAST_ACTIVE_KEY: &str = "lam_last_active";
@@ -78,9 +76,7 @@ pub struct LamTask {
     step_usage: Option<CodeUsage>,
     /// Encoder outputs `[b·(t−1), l]` of the step's last micro-batch (reset targets).
     last_emb: Option<Tensor<2>>,
-    train_data: Arc<Dataset>,
-    val_data: Option<Arc<Dataset>>,
-    stream: TrainStream,
+    data: TaskData,
 }
 
 impl LamTask {
@@ -93,8 +89,7 @@ impl LamTask {
         }
         let m = &cfg.model;
         let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
-        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, want)?;
-        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
+        let data = TaskData::open(data_dir, &cfg.train, &cfg.data, want)?;
         Ok(LamTask {
             device,
             model,
@@ -102,9 +97,7 @@ impl LamTask {
             last_emb: None,
             tracker: DeadCodeTracker::new(m.num_codes, m.reset_threshold),
             cfg: cfg.clone(),
-            train_data,
-            val_data,
-            stream,
+            data,
         })
     }
 
@@ -192,7 +185,7 @@ impl TrainTask for LamTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = self.stream.next()?;
+        let batch = self.data.next()?;
         let videos = videos(&batch, &self.device); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
         let out = self.model.forward_train(videos, &streams).map_err(model_err)?;
@@ -226,10 +219,9 @@ impl TrainTask for LamTask {
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
-        let Some(data) = self.val_data.clone() else {
+        let Some(mut loader) = self.data.val_loader()? else {
             return Ok(Metrics::new());
         };
-        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let device = model.vq.codebook.val().device();
         let mut sums = VqSums::default();
@@ -268,8 +260,7 @@ impl TrainTask for LamTask {
     /// `images/lam_step_XXXXXX.gif`: frames `1..T−1` of the first validation clip (training
     /// clip without a val split) beside the LAM's prediction of them.
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
-        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
+        let one = self.data.image_clip()?;
         let model = self.model.valid();
         let s = one.frame_shape;
         let out = model.forward_eval(videos(&one, &model.vq.codebook.val().device())).map_err(model_err)?;
@@ -282,13 +273,13 @@ impl TrainTask for LamTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        self.stream.save(state);
+        self.data.save(state);
         save_dead_code_counters(state, LAST_ACTIVE_KEY, &self.tracker);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.stream.restore(checkpoint)?;
+        self.data.restore(checkpoint)?;
         restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, &mut self.tracker)
     }
 }

@@ -11,18 +11,14 @@
 //! Metrics (as `train_tokenizer_mae.py`): `loss` (= `mse`, over all pixels of the masked-input
 //! reconstruction), `mse`, and on logged steps and in validation (unmasked) `psnr, ssim`.
 
-use crate::data::{
-    first_clip, model_err, next_batch, open_splits, to_u8, val_loader, videos, write_step_gif, TrainStream,
-};
+use crate::data::{model_err, next_batch, psnr_ssim, to_u8, videos, write_step_gif, TaskData};
 use crate::mae::{MaeOutput, MaeTokenizer};
 use crate::tokenizer::task::TokenizerRunConfig;
 use crate::tokenizer::TOKENIZER_KIND;
 use burn::module::Module;
 use burn::tensor::Device;
-use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
-use jinn_data::metrics::{mean_psnr, mean_ssim};
 use jinn_data::rng::{derive_seed, SampleStreams};
 use jinn_nn::init::seeded_init;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
@@ -30,16 +26,13 @@ use jinn_train::precision::Precision;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::Result;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The MAE tokenizer's [`TrainTask`].
 pub struct MaeTask {
     device: Device,
     model: MaeTokenizer,
     cfg: TokenizerRunConfig,
-    train_data: Arc<Dataset>,
-    val_data: Option<Arc<Dataset>>,
-    stream: TrainStream,
+    data: TaskData,
 }
 
 /// Running sums of per-forward metrics.
@@ -58,10 +51,9 @@ impl Sums {
         self.loss += out.loss.clone().into_scalar::<f32>() as f64;
         self.count += 1;
         if images {
-            let recon: Vec<f32> = out.recon.clone().try_into_vec_as::<f32>().expect("float tensor data"); // [b, t, h, w, c]
-            let gt: Vec<f32> = batch.videos.iter().map(|&v| v as f32 / 255.0).collect();
-            self.psnr += mean_psnr(&recon, &gt, batch.frame_shape)?;
-            self.ssim += mean_ssim(&recon, &gt, batch.frame_shape)?;
+            let (psnr, ssim) = psnr_ssim(out.recon.clone(), batch)?; // recon: [b, t, h, w, c]
+            self.psnr += psnr;
+            self.ssim += ssim;
             self.image_count += 1;
         }
         Ok(())
@@ -90,10 +82,8 @@ impl MaeTask {
     ) -> Result<Self> {
         cfg.train.validate()?;
         cfg.model.mae().map_err(model_err)?;
-        let (train_data, val_data) =
-            open_splits(data_dir, &cfg.train, &cfg.data, cfg.model.coder().frames())?;
-        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
-        Ok(MaeTask { device, model, cfg: cfg.clone(), train_data, val_data, stream })
+        let data = TaskData::open(data_dir, &cfg.train, &cfg.data, cfg.model.coder().frames())?;
+        Ok(MaeTask { device, model, cfg: cfg.clone(), data })
     }
 
     /// Build the model from `cfg.model` with its initialisation seeded from the run seed, on
@@ -129,7 +119,7 @@ impl TrainTask for MaeTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = self.stream.next()?;
+        let batch = self.data.next()?;
         let precision = self.cfg.train.precision;
         let x = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "mae-mask", ctx.first_sample, batch.batch_size);
@@ -141,10 +131,9 @@ impl TrainTask for MaeTask {
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
-        let Some(data) = self.val_data.clone() else {
+        let Some(mut loader) = self.data.val_loader()? else {
             return Ok(Metrics::new());
         };
-        let mut loader = val_loader(&self.cfg.train, &self.cfg.data, data)?;
         let model = self.model.valid();
         let device = model.mask_patch.val().device();
         let mut sums = Sums::default();
@@ -159,8 +148,7 @@ impl TrainTask for MaeTask {
     /// `images/recon_step_XXXXXX.gif`: the first validation clip (or training clip without a
     /// val split) beside its unmasked reconstruction.
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
-        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let one = first_clip(&self.cfg.train, &self.cfg.data, data)?;
+        let one = self.data.image_clip()?;
         let model = self.model.valid();
         let device = model.mask_patch.val().device();
         let recon = to_u8(model.forward_eval(videos(&one, &device)).map_err(model_err)?.recon);
@@ -169,12 +157,12 @@ impl TrainTask for MaeTask {
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        self.stream.save(state);
+        self.data.save(state);
         Ok(())
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.stream.restore(checkpoint)?;
+        self.data.restore(checkpoint)?;
         Ok(())
     }
 }

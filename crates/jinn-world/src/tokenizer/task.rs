@@ -23,8 +23,7 @@
 //! a step each time).
 
 use crate::data::{
-    self, model_err, next_batch, open_splits, restore_dead_code_counters, save_dead_code_counters,
-    val_loader, videos, DataConfig, TrainStream,
+    self, model_err, restore_dead_code_counters, save_dead_code_counters, videos, DataConfig, TaskData,
 };
 use crate::tokenizer::eval::{add_forward, evaluate, write_recon_gif};
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TOKENIZER_KIND};
@@ -81,9 +80,7 @@ pub struct TokenizerTask {
     remat: bool,
     /// Code usage of the step's micro-batches so far (with a tracker).
     step_usage: Option<CodeUsage>,
-    train_data: Arc<Dataset>,
-    val_data: Option<Arc<Dataset>>,
-    stream: TrainStream,
+    data: TaskData,
 }
 
 impl TokenizerTask {
@@ -92,8 +89,7 @@ impl TokenizerTask {
     pub fn new(cfg: &TokenizerRunConfig, data_dir: &Path, model: Tokenizer, device: Device) -> Result<Self> {
         let vq = cfg.model.vq().map_err(model_err)?;
         cfg.train.validate()?;
-        let (train_data, val_data) = open_splits(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
-        let stream = TrainStream::new(train_data.clone(), &cfg.train, &cfg.data)?;
+        let data = TaskData::open(data_dir, &cfg.train, &cfg.data, frame_shape(&cfg.model))?;
         Ok(TokenizerTask {
             device,
             model,
@@ -101,9 +97,7 @@ impl TokenizerTask {
             remat: vq.remat,
             tracker: (vq.reset_threshold > 0).then(|| DeadCodeTracker::new(vq.num_codes, vq.reset_threshold)),
             cfg: cfg.clone(),
-            train_data,
-            val_data,
-            stream,
+            data,
         })
     }
 
@@ -149,7 +143,7 @@ impl TrainTask for TokenizerTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let batch = self.stream.next()?;
+        let batch = self.data.next()?;
         // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
         let precision = self.cfg.train.precision;
         let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
@@ -195,24 +189,23 @@ impl TrainTask for TokenizerTask {
     }
 
     fn validate(&mut self, _step: u64, batches: usize) -> Result<Metrics> {
-        let Some(data) = self.val_data.clone() else {
+        let Some(mut loader) = self.data.val_loader()? else {
             return Ok(Metrics::new());
         };
-        evaluate(&self.model.valid(), &mut val_loader(&self.cfg.train, &self.cfg.data, data)?, batches)
+        evaluate(&self.model.valid(), &mut loader, batches)
     }
 
     /// `images/recon_step_XXXXXX.gif`: the first validation clip (or training clip without a
     /// val split) beside its reconstruction.
     fn save_images(&mut self, step: u64, run_dir: &Path) -> Result<()> {
-        let data = self.val_data.clone().unwrap_or_else(|| self.train_data.clone());
-        let batch = next_batch(&mut val_loader(&self.cfg.train, &self.cfg.data, data)?)?;
+        let batch = self.data.image_batch()?;
         let dir = run_dir.join("images");
         std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
         write_recon_gif(&self.model.valid(), &batch, 1, &dir.join(format!("recon_step_{step:06}.gif")))
     }
 
     fn save_state(&self, state: &mut TrainState) -> Result<()> {
-        self.stream.save(state);
+        self.data.save(state);
         if let Some(tracker) = &self.tracker {
             save_dead_code_counters(state, LAST_ACTIVE_KEY, tracker);
         }
@@ -220,7 +213,7 @@ impl TrainTask for TokenizerTask {
     }
 
     fn restore_state(&mut self, checkpoint: &Checkpoint) -> Result<()> {
-        self.stream.restore(checkpoint)?;
+        self.data.restore(checkpoint)?;
         if let Some(tracker) = &mut self.tracker {
             restore_dead_code_counters(checkpoint, LAST_ACTIVE_KEY, tracker)?;
         }

@@ -4,6 +4,7 @@ use crate::genie::tests::{bits, component_runs, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
 use crate::tokenizer::task::tests::tiny_dataset;
 use burn::tensor::Device;
+use jinn_data::dataset::Dataset;
 use jinn_train::train_loop::{run, StepContext, Updater};
 
 fn run_cfg(model: GenieConfig) -> GenieRunConfig {

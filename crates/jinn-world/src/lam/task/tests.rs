@@ -27,6 +27,9 @@ fn run_cfg() -> LamRunConfig {
 }
 
 use crate::data::test_support::run_options as opts;
+use crate::data::val_loader;
+use jinn_data::dataset::Dataset;
+use std::sync::Arc;
 
 /// A temporary root holding the tiny dataset in `root/data`, the run config and a device.
 fn setup() -> (tempfile::TempDir, std::path::PathBuf, LamRunConfig, Device) {
