@@ -162,6 +162,25 @@ pub fn to_json<T: Serialize>(config: &T) -> serde_json::Value {
     serde_json::to_value(config).expect("configs serialise to JSON")
 }
 
+/// Refuses a key of `fields` that `T`'s default does not serialise: `deny_unknown_fields` for a
+/// config struct with a flattened part (which serde's attribute does not support). `what`
+/// names the section in the error.
+pub fn known_fields_only<T: Default + Serialize>(
+    fields: &serde_json::Map<String, serde_json::Value>,
+    what: &str,
+) -> std::result::Result<(), String> {
+    let serde_json::Value::Object(known) = to_json(&T::default()) else {
+        return Ok(());
+    };
+    match fields.keys().find(|k| !known.contains_key(*k)) {
+        None => Ok(()),
+        Some(key) => {
+            let names: Vec<&str> = known.keys().map(String::as_str).collect();
+            Err(format!("unknown field `{key}` of the {what} config, expected one of {}", names.join(", ")))
+        }
+    }
+}
+
 /// `stored` (e.g. a checkpoint's `model` config section) read as a `T` and written back, so
 /// keys added to `T` since it was written take their serde defaults, as a fresh load would
 /// give them. A value that does not parse as a `T` is returned unchanged (a comparison with it

@@ -194,7 +194,7 @@ pub struct StepReport<'a> {
     pub start_step: u64,
     /// Step the run will stop at (`train.steps`, or `--stop-at`).
     pub end_step: u64,
-    /// Wall time of this update's `train_step` (forward, backward, optimiser).
+    /// Wall time of this update (forward, backward, optimiser: [`Updater::step`]).
     pub step_time: Duration,
     /// The step's metrics (`loss`, …; `lr` included).
     pub metrics: &'a Metrics,

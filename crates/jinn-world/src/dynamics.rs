@@ -318,7 +318,7 @@ impl Dynamics {
         let table = self.previous_embed.as_ref()?.val(); // [v, m]
         let [b, t, n] = tokens.dims();
         let m = table.dims()[1];
-        let first = Tensor::<4>::zeros([b, 1, n, m], &table.device()); // [b, 1, n, m]
+        let first = Tensor::<4>::zeros([b, 1, n, m], &table.device()).cast(table.dtype()); // [b, 1, n, m]
         if t == 1 {
             return Some(first);
         }
@@ -363,7 +363,7 @@ impl Dynamics {
 /// The action slot of every frame `[B, T, 1, W]` for actions `[B, T−1, La]`: zero for frame 0,
 /// `action_up(a_t)` (`La → W`) for frame `t ≥ 1` (as Jasmine's `DynamicsMaskGIT` and `DynamicsCausal` add the projected action).
 pub(crate) fn action_slots(action_up: &Linear, actions: Tensor<3>, [b, t, w]: [usize; 3]) -> Tensor<4> {
-    let zero = Tensor::<4>::zeros([b, 1, 1, w], &actions.device()); // [b, 1, 1, w]
+    let zero = Tensor::<4>::zeros([b, 1, 1, w], &actions.device()).cast(actions.dtype()); // [b, 1, 1, w]
     if t == 1 {
         return zero;
     }

@@ -21,12 +21,13 @@ use crate::mae::MaeTokenizer;
 use crate::tokenizer::TOKENIZER_KIND;
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
-use burn::tensor::{Device, Distribution, Int, Tensor};
+use burn::tensor::{Device, Distribution, FloatDType, Int, Tensor};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{host_random, lazy_param};
 use jinn_nn::ops::token_cross_entropy;
 use jinn_nn::NnError;
 use jinn_train::checkpoint::{latest_good, Checkpoint};
+use jinn_train::precision::Precision;
 use jinn_train::{Result, TrainError};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::path::Path;
@@ -103,7 +104,7 @@ impl ActionConfig {
     /// The action width `La`.
     pub fn action_dim(&self) -> usize {
         match self {
-            ActionConfig::Lam { lam, .. } => lam.latent_dim,
+            ActionConfig::Lam { lam, .. } => lam.coder.latent_dim,
             ActionConfig::Gt { action_dim, .. } => *action_dim,
         }
     }
@@ -147,7 +148,10 @@ impl ActionConfig {
                             .into(),
                     });
                 }
-                Ok((Some(model.no_grad()), Some(embedding_table(lam.num_codes, lam.latent_dim, device)?)))
+                Ok((
+                    Some(model.no_grad()),
+                    Some(embedding_table(lam.num_codes, lam.coder.latent_dim, device)?),
+                ))
             }
             ActionConfig::Gt { num_actions, action_dim } => {
                 Ok((None, Some(embedding_table(*num_actions, *action_dim, device)?)))
@@ -170,13 +174,13 @@ fn embedding_table(k: usize, la: usize, device: &Device) -> std::result::Result<
 
 /// The LAM must see the tokenizer's frames.
 fn check_lam_fits(lam: &LamConfig, t: &TokenizerConfig) -> std::result::Result<(), NnError> {
-    let t = t.coder();
-    if (lam.height, lam.width, lam.channels) != (t.height, t.width, t.channels) {
+    let (l, t) = (lam.coder.frames(), t.coder().frames());
+    if l != t {
         return Err(NnError::InvalidConfig {
             field: "lam.height/width/channels",
             reason: format!(
                 "the LAM sees {}×{}×{} frames but the tokenizer {}×{}×{}",
-                lam.height, lam.width, lam.channels, t.height, t.width, t.channels
+                l.height, l.width, l.channels, t.height, t.width, t.channels
             ),
         });
     }
@@ -255,7 +259,10 @@ impl Genie {
         let tokens = self.tokenizer.encode(videos.clone())?; // [b, t, n]
         let dims = tokens.dims();
         let device = tokens.device();
+        // The dynamics compute in their parameters' dtype (bf16 under `compute_model`); the
+        // loss is taken in f32.
         let (latent, lam_indices) = self.latent_actions(videos, actions)?; // [b, t−1, la]
+        let latent = latent.cast(self.dynamics.token_embed.val().dtype()); // [b, t−1, la]
         let (logits, loss_positions, weight) = if self.dynamics.causal {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
             (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
@@ -265,11 +272,26 @@ impl Genie {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
             (logits, mask, mask_t.float())
         };
+        let logits = logits.cast(FloatDType::F32); // [b, t, n, v]
         let weight = changed_token_weights(weight, &tokens, self.dynamics.changed_token_weight);
         let loss_weight = weight.clone().sum().into_scalar::<f32>() as f64;
         let losses = token_cross_entropy(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
         let (loss, ce, z_loss) = (losses.loss, losses.ce, losses.z);
         Ok(GenieOutput { tokens, logits, loss_positions, loss, loss_weight, ce, z_loss, lam_indices })
+    }
+
+    /// The model to run a training forward/backward on in `precision`: the dynamics and the
+    /// action embeddings as in-graph casts of this model's f32 parameters
+    /// ([`Precision::compute_model`]; their gradients land in f32 on this model), the frozen
+    /// tokenizer and the LAM as they are, so tokens and latent codes do not depend on the
+    /// precision.
+    pub fn compute_model(&self, precision: Precision) -> Genie {
+        Genie {
+            tokenizer: self.tokenizer.clone(),
+            lam: self.lam.clone(),
+            action_embed: self.action_embed.as_ref().map(|p| precision.compute_model(p)),
+            dynamics: precision.compute_model(&self.dynamics),
+        }
     }
 
     /// The table action ids index `[K, La]`: the LAM's codebook (code `i` is the latent action

@@ -24,6 +24,7 @@
 pub mod task;
 
 use crate::streams::clip_rngs;
+use crate::tokenizer::coder::CoderConfig;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Distribution, Int, Tensor};
@@ -31,37 +32,21 @@ use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{host_random, lazy_param, linear, zero_linear};
 use jinn_nn::ops::{linear_rows, mean_squared_error, sigmoid};
 use jinn_nn::{
-    patchify, unpatchify, AxialTransformer, AxialTransformerConfig, NnError, PatchGrid, ResetTarget,
-    VectorQuantizer, VectorQuantizerConfig, VqOutput,
+    patchify, unpatchify, AxialTransformer, NnError, PatchGrid, ResetTarget, VectorQuantizer,
+    VectorQuantizerConfig, VqOutput,
 };
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Architecture of a [`Lam`] (the `model` section of a LAM run config). Defaults are
 /// Jasmine's (`train_lam.py`'s `Args`): 64×64×3 frames, patch 16, width 512, FFN 2048, 8 heads,
 /// 4 + 4 blocks, 6 codes of dimension 32, no codebook dropout, β 0.25, reset after 50 unused steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", default)]
 pub struct LamConfig {
-    /// Frame rows `H`.
-    pub height: usize,
-    /// Frame columns `W`.
-    pub width: usize,
-    /// Frame channels `C`.
-    pub channels: usize,
-    /// Patch side `p`.
-    pub patch: usize,
-    /// Transformer width `M`.
-    pub model_dim: usize,
-    /// FFN hidden width `D`.
-    pub ffn_dim: usize,
-    /// Attention heads (must divide `model_dim`).
-    pub num_heads: usize,
-    /// Encoder axial blocks.
-    pub encoder_blocks: usize,
-    /// Decoder axial blocks.
-    pub decoder_blocks: usize,
-    /// Latent action dimension `L`.
-    pub latent_dim: usize,
+    /// Frames and the encoder/decoder shapes (flattened into the section); its `latent_dim`
+    /// is the latent action dimension `L`.
+    #[serde(flatten)]
+    pub coder: CoderConfig,
     /// Number of latent action codes `K`.
     pub num_codes: usize,
     /// Codebook dropout rate in training, in `[0, 1)` (Jasmine: 0).
@@ -114,16 +99,7 @@ pub enum CodeAssignment {
 impl Default for LamConfig {
     fn default() -> Self {
         LamConfig {
-            height: 64,
-            width: 64,
-            channels: 3,
-            patch: 16,
-            model_dim: 512,
-            ffn_dim: 2048,
-            num_heads: 8,
-            encoder_blocks: 4,
-            decoder_blocks: 4,
-            latent_dim: 32,
+            coder: CoderConfig::default(),
             num_codes: 6,
             codebook_dropout: 0.0,
             vq_beta: jinn_nn::VQ_BETA,
@@ -136,36 +112,41 @@ impl Default for LamConfig {
     }
 }
 
+// `#[serde(remote = "Self")]` derives these as inherent functions; the trait impls add the
+// unknown-key check that `deny_unknown_fields` cannot do for a struct with a flattened part.
+impl Serialize for LamConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        LamConfig::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for LamConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let fields = serde_json::Map::deserialize(deserializer)?;
+        jinn_train::config::known_fields_only::<LamConfig>(&fields, "LAM").map_err(D::Error::custom)?;
+        LamConfig::deserialize(serde_json::Value::Object(fields)).map_err(D::Error::custom)
+    }
+}
+
 impl LamConfig {
     /// The patch grid of this config's frames.
     pub fn grid(&self) -> Result<PatchGrid, NnError> {
-        PatchGrid::new(self.patch, self.height, self.width, self.channels)
-    }
-
-    fn axial(
-        &self,
-        d_in: usize,
-        d_out: usize,
-        blocks: usize,
-        device: &Device,
-    ) -> Result<AxialTransformer, NnError> {
-        AxialTransformerConfig::new(d_in, self.model_dim, self.ffn_dim, d_out, blocks, self.num_heads)
-            .with_spatial_causal(false)
-            .with_temporal_causal(true)
-            .init(device)
+        self.coder.grid()
     }
 
     /// Build the whole LAM, decoder included (flax NNX's default initialisers, drawn lazily).
     pub fn init(&self, device: &Device) -> Result<Lam, NnError> {
         let grid = self.grid()?;
         let mut lam = self.init_encoder(device)?;
-        let mut transformer = self.axial(self.model_dim, grid.patch_dim(), self.decoder_blocks, device)?;
+        let c = &self.coder;
+        let mut transformer = c.axial(c.model_dim, grid.patch_dim(), c.decoder_blocks, device)?;
         if self.decoder_residual {
-            transformer.proj_out = zero_linear(self.model_dim, grid.patch_dim(), device);
+            transformer.proj_out = zero_linear(c.model_dim, grid.patch_dim(), device);
         }
         lam.decoder = Some(LamDecoder {
-            patch_up: linear(grid.patch_dim(), self.model_dim, device),
-            action_up: linear(self.latent_dim, self.model_dim, device),
+            patch_up: linear(grid.patch_dim(), c.model_dim, device),
+            action_up: linear(c.latent_dim, c.model_dim, device),
             transformer,
         });
         Ok(lam)
@@ -190,6 +171,7 @@ impl LamConfig {
                 ),
             });
         }
+        let c = &self.coder;
         let p = grid.patch_dim() * if self.encoder_frame_difference { 2 } else { 1 };
         // LeCun uniform with fan_in 1: U(−√3, √3) per element (flax's init of Jasmine's `action_in`).
         let bound = 3f64.sqrt();
@@ -198,15 +180,15 @@ impl LamConfig {
         });
         Ok(Lam {
             action_in,
-            encoder: self.axial(p, self.latent_dim, self.encoder_blocks, device)?,
-            vq: VectorQuantizerConfig::new(self.num_codes, self.latent_dim)
+            encoder: c.axial(p, c.latent_dim, c.encoder_blocks, device)?,
+            vq: VectorQuantizerConfig::new(self.num_codes, c.latent_dim)
                 .with_dropout(self.codebook_dropout)
                 .init(device)?,
             decoder: None,
-            patch: self.patch,
-            height: self.height,
-            width: self.width,
-            channels: self.channels,
+            patch: c.patch,
+            height: c.height,
+            width: c.width,
+            channels: c.channels,
             vq_beta: self.vq_beta,
             encoder_frame_difference: self.encoder_frame_difference,
             decoder_residual: self.decoder_residual,
@@ -400,7 +382,7 @@ impl Lam {
         });
         let (indices, action, q_loss, commitment) = if let (true, Some(best)) = (training, &hindsight) {
             let ce = assignment::cross_entropy(&self.vq, out.emb.clone(), best.clone());
-            let zero = Tensor::zeros([1], &ce.device());
+            let zero = ce.zeros_like(); // [1], in the compute dtype
             (best.clone(), self.vq.codes(best.clone()), ce, zero) // action [b·(t−1), l]
         } else {
             let (q_loss, commitment) = (out.codebook_loss(), out.commitment_loss());

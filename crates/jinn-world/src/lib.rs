@@ -14,6 +14,8 @@ mod grad_check;
 pub mod lam;
 pub mod mae;
 pub mod nmi;
+#[cfg(test)]
+mod precision_check;
 pub mod sample;
 pub mod step_macs;
 mod streams;

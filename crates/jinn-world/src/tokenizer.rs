@@ -286,4 +286,4 @@ fn run_blocks(blocks: &[AxialBlock], x: Tensor<4>) -> Tensor<4> {
 
 pub mod remat;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

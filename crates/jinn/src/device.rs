@@ -176,6 +176,13 @@ fn parse(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<DeviceSpec, St
     })
 }
 
+/// Checks a `--device` value as [`parse`] does, except that `local` is left for each rank of a
+/// launch to resolve: what a command that starts the ranks itself checks before handing the value
+/// on.
+pub fn check_for_ranks(s: &str) -> Result<(), String> {
+    parse(s, &|var| (var == LOCAL_RANK_VARS[0]).then(|| "0".to_string())).map(|_| ())
+}
+
 /// This process's node-local rank under an MPI launcher: the first of [`LOCAL_RANK_VARS`] set.
 fn local_rank(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<usize, String> {
     let Some((var, value)) = LOCAL_RANK_VARS.iter().find_map(|&v| Some((v, env(v)?))) else {

@@ -194,30 +194,33 @@ fn bench_gpu_prints_every_row_against_its_measured_matmul_peak() {
     assert!(out.contains("device: cpu"), "{out}");
     let peak = numbers(&out, "f32 matmul peak:")[0];
     assert!(peak > 0.0, "{out}");
-    for row in [
-        "Tokenizer (jasmine-small/tokenizer) f32:",
-        "LAM (jasmine-small/lam) f32:",
-        "MaskGIT dynamics (jasmine-small/dynamics) f32:",
+    // Every model trains in f32 and bf16, and the CPU backend computes in both (bf16 emulated).
+    for model in [
+        "Tokenizer (jasmine-small/tokenizer)",
+        "LAM (jasmine-small/lam)",
+        "MaskGIT dynamics (jasmine-small/dynamics)",
     ] {
-        let line = out.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("no {row}:\n{out}"));
-        let before = |unit: &str| -> f64 {
-            let head = line.split(unit).next().unwrap();
-            head.rsplit([' ', '='])
-                .find(|w| !w.is_empty())
-                .unwrap()
-                .parse()
-                .unwrap_or_else(|e| panic!("{line}: {e}"))
-        };
-        // The share is the step's rate over the peak.
-        let (ms, rate, share) = (before(" ms/step"), before(" TFLOP/s"), before("% of the matmul peak"));
-        assert!(ms > 0.0 && rate > 0.0, "{line}");
-        let expected = 100.0 * rate / peak;
-        assert!((share - expected).abs() <= 0.05 * expected + 0.1, "{row}: {share}% vs {expected}%\n{out}");
-    }
-    // The LAM and the dynamics train in f32 only: their bf16 rows say so instead of timing f32.
-    for row in ["LAM (jasmine-small/lam) bf16:", "MaskGIT dynamics (jasmine-small/dynamics) bf16:"] {
-        let line = out.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("no {row}:\n{out}"));
-        assert!(line.contains("train.precision") || line.contains("not supported"), "{line}");
+        for precision in ["f32", "bf16"] {
+            let row = format!("{model} {precision}:");
+            let line = out.lines().find(|l| l.contains(&row)).unwrap_or_else(|| panic!("no {row}:\n{out}"));
+            let before = |unit: &str| -> f64 {
+                let head = line.split(unit).next().unwrap();
+                head.rsplit([' ', '='])
+                    .find(|w| !w.is_empty())
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{line}: {e}"))
+            };
+            // The share is the step's rate over the peak of the same precision.
+            let (ms, rate, share) = (before(" ms/step"), before(" TFLOP/s"), before("% of the matmul peak"));
+            assert!(ms > 0.0 && rate > 0.0, "{line}");
+            let peak = numbers(&out, &format!("{precision} matmul peak:"))[0];
+            let expected = 100.0 * rate / peak;
+            assert!(
+                (share - expected).abs() <= 0.05 * expected + 0.1,
+                "{row}: {share}% vs {expected}%\n{out}"
+            );
+        }
     }
     assert!(out.contains("frames/s"), "{out}");
 }

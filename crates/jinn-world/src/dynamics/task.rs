@@ -28,6 +28,7 @@ use jinn_nn::reversible::{Engine, Mode, MonitorConfig};
 use jinn_nn::CodeUsage;
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
+use jinn_train::precision::Precision;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
 use jinn_train::Result;
 use serde::{Deserialize, Serialize};
@@ -181,6 +182,17 @@ impl Sums {
 impl TrainTask for DynamicsTask {
     type Model = Genie;
 
+    /// bf16 computes the dynamics in bf16 (the tokenizer and LAM stay f32); the reversible
+    /// backbone reconstructs activations from its outputs, which bf16 rounding would break, so
+    /// it trains in f32 only.
+    fn precisions(&self) -> &'static [Precision] {
+        if self.cfg.model.dynamics.reversible {
+            &[Precision::F32]
+        } else {
+            &[Precision::F32, Precision::Bf16]
+        }
+    }
+
     fn model(&self) -> &Genie {
         &self.model
     }
@@ -222,7 +234,9 @@ impl TrainTask for DynamicsTask {
             let weight = out.loss_weight;
             (out, Objective::WeightedGradients { grads, weight })
         } else {
-            let out = self.forward(&self.model, &batch, &streams)?;
+            // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
+            let model = self.model.compute_model(self.cfg.train.precision);
+            let out = self.forward(&model, &batch, &streams)?;
             let (loss, weight) = (out.loss.clone(), out.loss_weight);
             (out, Objective::WeightedLoss { loss, weight })
         };

@@ -1,6 +1,7 @@
 use super::*;
 use crate::dynamics::DynamicsKind;
-use crate::tokenizer::{CoderConfig, VqConfig};
+use crate::tokenizer::tests::tiny_coder;
+use crate::tokenizer::VqConfig;
 use burn::module::{ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use jinn_train::checkpoint::{save, TrainState};
@@ -8,18 +9,7 @@ use jinn_train::optim::OptimConfig;
 
 pub(crate) fn tiny_tokenizer() -> TokenizerConfig {
     TokenizerConfig::Vq(VqConfig {
-        coder: CoderConfig {
-            height: 16,
-            width: 16,
-            channels: 3,
-            patch: 4,
-            model_dim: 16,
-            ffn_dim: 32,
-            num_heads: 2,
-            encoder_blocks: 1,
-            decoder_blocks: 1,
-            latent_dim: 8,
-        },
+        coder: tiny_coder(),
         num_codes: 16,
         codebook_dropout: 0.0,
         vq_beta: 0.25,
@@ -271,7 +261,7 @@ fn wrong_kind_wrong_shape_corrupt_and_empty_runs_are_clear_errors() {
     let (tok2, _) = component_runs(&root.path().join("again"));
     let lam_other = root.path().join("lam_other");
     let mut cfg = crate::lam::tests::tiny();
-    cfg.height = 8;
+    cfg.coder.height = 8;
     write_component(&lam_other, LAM_KIND, &cfg.init(&device).unwrap(), &cfg, 1);
     let err = assemble_genie(&tok2, ActionSource::LamRun(&lam_other), &d, &device).unwrap_err().to_string();
     assert!(err.contains("8×16×3") && err.contains("16×16×3"), "{err}");

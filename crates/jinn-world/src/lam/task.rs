@@ -37,15 +37,15 @@ use crate::lam::{Lam, LamConfig, LamOutput};
 use crate::nmi::{nmi, pair_transitions, Normalisation};
 use crate::vq_metrics::VqSums;
 use burn::module::Module;
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, FloatDType, Int, Tensor};
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
 use jinn_data::rng::{derive_seed, rng_for, SampleStreams};
-use jinn_data::FrameShape;
 use jinn_nn::init::seeded_init;
 use jinn_nn::{CodeUsage, DeadCodeTracker};
 use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
+use jinn_train::precision::Precision;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, StepContext, TrainTask};
 use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
@@ -88,7 +88,7 @@ impl LamTask {
             return Err(TrainError::config("data.seq_len", "the LAM needs clips of at least 2 frames"));
         }
         let m = &cfg.model;
-        let want = FrameShape { height: m.height, width: m.width, channels: m.channels };
+        let want = m.coder.frames();
         let data = TaskData::open(data_dir, &cfg.train, &cfg.data, want)?;
         Ok(LamTask {
             device,
@@ -176,6 +176,10 @@ impl TrainTask for LamTask {
         LAM_KIND
     }
 
+    fn precisions(&self) -> &'static [Precision] {
+        &[Precision::F32, Precision::Bf16]
+    }
+
     fn model(&self) -> &Lam {
         &self.model
     }
@@ -186,15 +190,17 @@ impl TrainTask for LamTask {
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         let batch = self.data.next()?;
-        let videos = videos(&batch, &self.device); // [b, t, h, w, c]
+        // bf16 or f32 compute; gradients land in f32 on self.model (jinn_train::precision).
+        let precision = self.cfg.train.precision;
+        let videos = precision.cast_input(videos(&batch, &self.device)); // [b, t, h, w, c]
         let streams = SampleStreams::new(ctx.seed, "codebook-dropout", ctx.first_sample, batch.batch_size);
-        let out = self.model.forward_train(videos, &streams).map_err(model_err)?;
+        let out = precision.compute_model(&self.model).forward_train(videos, &streams).map_err(model_err)?;
         let mut sums = VqSums::default();
         let usage = self.add_metrics(&out, &batch, &mut sums, ctx.logged)?;
         let step_usage =
             self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; usage.counts.len()] });
         step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
-        self.last_emb = Some(out.emb.clone());
+        self.last_emb = Some(out.emb.clone().cast(FloatDType::F32)); // reset targets of the f32 codebook
         Ok(MicroBatch { objective: Objective::Loss(out.loss), metrics: sums.into_metrics() })
     }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::tokenizer::tests::tiny_coder;
 use burn::optim::GradientsParams;
 use burn::tensor::TensorData;
 use jinn_data::rng::SampleStreams;
@@ -7,16 +8,7 @@ use jinn_train::optim::OptimConfig;
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 16.
 pub(crate) fn tiny() -> LamConfig {
     LamConfig {
-        height: 16,
-        width: 16,
-        channels: 3,
-        patch: 4,
-        model_dim: 16,
-        ffn_dim: 32,
-        num_heads: 2,
-        encoder_blocks: 1,
-        decoder_blocks: 1,
-        latent_dim: 8,
+        coder: tiny_coder(),
         num_codes: 4,
         codebook_dropout: 0.0,
         vq_beta: 0.25,
@@ -39,12 +31,13 @@ fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize 
 /// Jasmine's LAM (`LatentActionModel`): action token `P`, encoder `P → L`, codebook `K×L`,
 /// `patch_up` `P → M`, `action_up` `L → M`, decoder `M → P`.
 /// With `encoder_frame_difference` the action token and the encoder input are `2P` wide.
-fn jasmine_lam_params(c: &LamConfig) -> usize {
+fn jasmine_lam_params(lam: &LamConfig) -> usize {
+    let c = &lam.coder;
     let p = c.patch * c.patch * c.channels;
-    let p_in = if c.encoder_frame_difference { 2 * p } else { p };
+    let p_in = if lam.encoder_frame_difference { 2 * p } else { p };
     let (m, d, l) = (c.model_dim, c.ffn_dim, c.latent_dim);
     p_in + axial_params(p_in, m, d, l, c.encoder_blocks)
-        + c.num_codes * l
+        + lam.num_codes * l
         + (p * m + m)
         + (l * m + m)
         + axial_params(m, m, d, p, c.decoder_blocks)
@@ -381,4 +374,20 @@ fn reconstruction_assignment_separates_two_directions() {
     assert_eq!(ints(eval.hindsight.unwrap()), codes, "the encoder names the hindsight codes");
     assert_ne!(codes[0], codes[1], "codes {codes:?}");
     assert_eq!(codes, [codes[0], codes[1], codes[0], codes[1]], "codes {codes:?}");
+}
+
+#[test]
+fn config_reads_its_flat_section_and_refuses_unknown_keys() {
+    // The section as checkpoints and config files hold it: the frame/coder keys beside the LAM's.
+    let cfg = LamConfig { num_codes: 5, encoder_frame_difference: true, ..tiny() };
+    let json = serde_json::to_value(&cfg).unwrap();
+    assert_eq!(json["patch"], 4, "coder keys are flat: {json}");
+    assert_eq!(json["num_codes"], 5);
+    assert_eq!(serde_json::from_value::<LamConfig>(json.clone()).unwrap(), cfg);
+    let partial: LamConfig = serde_json::from_value(serde_json::json!({"patch": 8, "num_codes": 3})).unwrap();
+    assert_eq!((partial.coder.patch, partial.num_codes, partial.coder.model_dim), (8, 3, 512));
+    let mut bad = json;
+    bad["num_code"] = 3.into();
+    let err = serde_json::from_value::<LamConfig>(bad).unwrap_err().to_string();
+    assert!(err.contains("unknown field `num_code`") && err.contains("num_codes"), "{err}");
 }

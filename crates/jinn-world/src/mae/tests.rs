@@ -1,5 +1,6 @@
 use super::*;
 use crate::tokenizer::frames_to_unit;
+use crate::tokenizer::tests::tiny_coder;
 use crate::tokenizer::{CoderConfig, TokenizerConfig};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution};
@@ -9,18 +10,7 @@ use jinn_train::optim::OptimConfig;
 /// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32, latent 8.
 pub(crate) fn tiny_mae() -> MaeConfig {
     MaeConfig {
-        coder: CoderConfig {
-            height: 16,
-            width: 16,
-            channels: 3,
-            patch: 4,
-            model_dim: 32,
-            ffn_dim: 64,
-            num_heads: 4,
-            encoder_blocks: 1,
-            decoder_blocks: 1,
-            latent_dim: 8,
-        },
+        coder: CoderConfig { model_dim: 32, ffn_dim: 64, num_heads: 4, ..tiny_coder() },
         ..MaeConfig::default()
     }
 }

@@ -73,7 +73,9 @@ impl CoderConfig {
         self.axial(self.latent_dim, patch_dim, self.decoder_blocks, device)
     }
 
-    fn axial(
+    /// An axial transformer `d_in → d_out` of `blocks` blocks at this config's width, FFN and
+    /// heads: spatial full, temporal causal (the tokenizers' and the LAM's).
+    pub(crate) fn axial(
         &self,
         d_in: usize,
         d_out: usize,

@@ -4,21 +4,27 @@ use burn::tensor::Distribution;
 use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
-/// 16×16×3 frames, patch 4 (N = 16, P = 48), width 32.
+/// 16×16×3 frames, patch 4 (N = 16, P = 48), width 16, FFN 32, 2 heads, one block on each
+/// side, latents of 8: the shapes of the tiny test models.
+pub(crate) fn tiny_coder() -> CoderConfig {
+    CoderConfig {
+        height: 16,
+        width: 16,
+        channels: 3,
+        patch: 4,
+        model_dim: 16,
+        ffn_dim: 32,
+        num_heads: 2,
+        encoder_blocks: 1,
+        decoder_blocks: 1,
+        latent_dim: 8,
+    }
+}
+
+/// [`tiny_coder`] at width 32.
 fn tiny() -> VqConfig {
     VqConfig {
-        coder: CoderConfig {
-            height: 16,
-            width: 16,
-            channels: 3,
-            patch: 4,
-            model_dim: 32,
-            ffn_dim: 64,
-            num_heads: 4,
-            encoder_blocks: 1,
-            decoder_blocks: 1,
-            latent_dim: 8,
-        },
+        coder: CoderConfig { model_dim: 32, ffn_dim: 64, num_heads: 4, ..tiny_coder() },
         num_codes: 64,
         codebook_dropout: 0.0,
         vq_beta: 0.25,

@@ -14,6 +14,7 @@
 //! overhead from the all-reduces and the duplicated work).
 
 use super::train::generate_data;
+use crate::device::check_for_ranks;
 use anyhow::{bail, Context};
 use jinn_world::TokenizerRunConfig;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,16 @@ pub struct MpiBenchArgs {
     /// The MPI launcher (OpenMPI's `mpirun`: the flags passed are OpenMPI's).
     #[arg(long, default_value = "mpirun")]
     pub mpirun: PathBuf,
+    /// Compute device of every rank, as `jinn train --device` takes it; passed to the ranks as
+    /// written, so `wgpu:local` gives each rank the GPU of its local rank.
+    #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = device_as_written)]
+    pub device: String,
+}
+
+/// A `--device` value, checked by the one parser and kept as written (`local` is resolved by
+/// each rank, not here).
+fn device_as_written(s: &str) -> Result<String, String> {
+    check_for_ranks(s).map(|()| s.to_string())
 }
 
 /// Generate the data, run the interleaved rounds and print samples/s and the speed-up.
@@ -56,9 +67,10 @@ pub fn run(a: MpiBenchArgs) -> anyhow::Result<()> {
     generate_data(&cfg, &data)?;
     let batch = cfg.train.batch_size;
     println!(
-        "tokenizer training ({}), per-rank batch {batch}, {} thread(s) per rank, {} steps per run, \
+        "tokenizer training ({}) on {}, per-rank batch {batch}, {} thread(s) per rank, {} steps per run, \
          {} rounds of 1 rank vs {} ranks (interleaved)",
         a.config.display(),
+        a.device,
         a.threads,
         a.steps,
         a.rounds,
@@ -133,6 +145,7 @@ fn timed_run(a: &MpiBenchArgs, ranks: usize, data: &Path, out: &Path) -> anyhow:
         .arg(data)
         .arg("--out")
         .arg(out)
+        .args(["--device", &a.device])
         .args(["--stop-at", &a.steps.to_string()]); // the config's schedule stays as it is
     for s in a.overrides.iter().cloned().chain([
         format!("train.log_every={}", a.steps),

@@ -128,3 +128,17 @@ fn the_flag_parses_through_clap() {
     let e = Cli::try_parse_from(["jinn", "--device", "bogus"]).err().unwrap().to_string();
     assert!(e.contains("--device") && e.contains("wgpu:integrated"), "{e}");
 }
+
+#[test]
+fn a_value_for_ranks_is_checked_but_local_is_left_to_each_rank() {
+    assert_eq!(check_for_ranks("cpu"), Ok(()));
+    assert!(check_for_ranks("gpu").unwrap_err().contains("unknown device 'gpu'"));
+    assert!(check_for_ranks("wgpu:x").unwrap_err().contains("unknown device"));
+    // No launcher variable is set here: `local` is still accepted (where wgpu is built in).
+    let local = check_for_ranks("wgpu:local");
+    if cfg!(feature = "wgpu") {
+        assert_eq!(local, Ok(()));
+    } else {
+        assert!(local.unwrap_err().contains("--features wgpu"));
+    }
+}

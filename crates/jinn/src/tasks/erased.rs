@@ -68,10 +68,7 @@ macro_rules! run_config {
 }
 
 run_config!(TokenizerRunConfig, kind: |c| c.model.kind().to_string(), frames: |c| Some(c.model.coder().frames()));
-run_config!(LamRunConfig, kind: |_c| "lam".into(), frames: |c| {
-    let m = &c.model;
-    Some(FrameShape { height: m.height, width: m.width, channels: m.channels })
-});
+run_config!(LamRunConfig, kind: |_c| "lam".into(), frames: |c| Some(c.model.coder.frames()));
 // The dynamics kind as configs spell it (`maskgit`, `causal`, `diffusion`); the frames come
 // from the tokenizer run.
 run_config!(DynamicsRunConfig, kind: |c| match jinn_train::config::to_json(&c.model.kind) {

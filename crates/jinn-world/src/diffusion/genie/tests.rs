@@ -4,16 +4,15 @@ use crate::dynamics::DynamicsKind;
 use crate::genie::tests::{bits, component_runs, save_dynamics_run, tiny_dynamics, write_component};
 use crate::genie::{assemble_genie, load_genie};
 use crate::mae::MaeConfig;
+use crate::tokenizer::TokenizerConfig;
 use crate::tokenizer::TOKENIZER_KIND;
-use crate::tokenizer::{CoderConfig, TokenizerConfig};
 use burn::optim::GradientsParams;
 use jinn_train::optim::OptimConfig;
 
 /// The tiny MAE tokenizer config of the component runs (16×16 frames, latent 8).
 pub(crate) fn tiny_mae_tokenizer() -> TokenizerConfig {
-    let tiny = crate::mae::tests::tiny_mae();
-    let coder = CoderConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..tiny.coder.clone() };
-    TokenizerConfig::Mae(MaeConfig { coder, ..tiny })
+    let coder = crate::tokenizer::tests::tiny_coder();
+    TokenizerConfig::Mae(MaeConfig { coder, ..crate::mae::tests::tiny_mae() })
 }
 
 /// An MAE tokenizer run with random weights in `root/mae`.

@@ -87,6 +87,6 @@ fn demo_config_parses_and_builds_diffusion_dynamics() {
     let cfg: crate::DynamicsRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
     assert_eq!((cfg.model.kind, cfg.model.denoise_steps), (crate::DynamicsKind::Diffusion, 64));
     cfg.train.validate().unwrap();
-    let model = cfg.model.init_diffusion(8, cfg.lam.latent_dim, &Device::flex()).unwrap();
+    let model = cfg.model.init_diffusion(8, cfg.lam.coder.latent_dim, &Device::flex()).unwrap();
     assert_eq!((model.levels(), model.latent_dim(), model.action_dim()), (64, 8, 32));
 }

@@ -129,3 +129,47 @@ fn ground_truth_actions_train_causal_dynamics() {
     run(&mut task, &cfg.train, &opts(&root.path().join("run"), false, None, &cfg)).unwrap();
     assert_ne!(bits(&task.model().action_embed), bits(&genie.action_embed), "action embeddings train");
 }
+
+#[test]
+fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let (tok, lam) = component_runs(root.path());
+    let device = Device::flex().autodiff();
+    // MaskGIT with every input on (code embeddings of a trained LAM, the previous frame,
+    // changed-token weights), and causal dynamics on a co-trained LAM.
+    let maskgit = DynamicsConfig {
+        lam_code_embedding: true,
+        previous_frame_input: true,
+        changed_token_weight: 3.0,
+        ..tiny_dynamics(DynamicsKind::MaskGit)
+    };
+    let causal = tiny_dynamics(DynamicsKind::Causal);
+    let co_trained = ActionSource::CoTrain(crate::lam::tests::tiny());
+    for (dynamics, source) in [(maskgit, ActionSource::LamRun(&lam)), (causal, co_trained)] {
+        let (init, genie_cfg) = assemble_genie(&tok, source, &dynamics, &device).unwrap();
+        let cfg = run_cfg(genie_cfg);
+        let [f32_task, bf16_task] = [Precision::F32, Precision::Bf16].map(|p| {
+            let mut cfg = cfg.clone();
+            cfg.train.precision = p;
+            DynamicsTask::new(&cfg, &data, init.clone()).unwrap()
+        });
+        crate::precision_check::bf16_step_matches_f32(f32_task, bf16_task, &cfg.train, &["loss"]);
+    }
+}
+
+#[test]
+fn reversible_dynamics_refuse_bf16_by_name() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let (tok, _) = component_runs(root.path());
+    let dynamics = DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let source = ActionSource::CoTrain(crate::lam::tests::tiny());
+    let (genie, genie_cfg) = assemble_genie(&tok, source, &dynamics, &Device::flex().autodiff()).unwrap();
+    let task = DynamicsTask::new(&run_cfg(genie_cfg), &data, genie).unwrap();
+    jinn_train::train_loop::ensure_precision(&task, Precision::F32).unwrap();
+    let err = jinn_train::train_loop::ensure_precision(&task, Precision::Bf16).unwrap_err().to_string();
+    assert!(err.contains("train.precision") && err.contains("f32 only"), "{err}");
+}

@@ -173,3 +173,24 @@ fn stored_model_config_without_newer_keys_reads_as_their_defaults() {
     other["encoder_frame_difference"] = serde_json::json!(true);
     assert_eq!(task.normalise_model_config(&other), other);
 }
+
+#[test]
+fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
+    // Both encoder inputs (frame differences) and both code assignments compute in bf16. With
+    // hindsight assignment the loss adds the cross-entropy of naming the code whose prediction
+    // is best; near-tied codes can swap under bf16 rounding, so only the MSE is compared there.
+    for (difference, assignment, keys) in [
+        (false, crate::lam::CodeAssignment::Nearest, &["loss", "mse"][..]),
+        (true, crate::lam::CodeAssignment::Reconstruction, &["mse"][..]),
+    ] {
+        let (_root, data, mut cfg, device) = setup();
+        (cfg.model.encoder_frame_difference, cfg.model.code_assignment) = (difference, assignment);
+        let init = jinn_nn::init::seeded_init(&device, 7, || cfg.model.init(&device)).unwrap();
+        let [f32_task, bf16_task] = [Precision::F32, Precision::Bf16].map(|p| {
+            let mut cfg = cfg.clone();
+            cfg.train.precision = p;
+            LamTask::new(&cfg, &data, init.clone(), device.clone()).unwrap()
+        });
+        crate::precision_check::bf16_step_matches_f32(f32_task, bf16_task, &cfg.train, keys);
+    }
+}

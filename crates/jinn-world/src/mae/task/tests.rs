@@ -3,15 +3,14 @@ use crate::data::DataConfig;
 use crate::genie::tests::bits;
 use crate::mae::MaeConfig;
 use crate::tokenizer::task::tests::tiny_dataset;
-use crate::tokenizer::{CoderConfig, TokenizerConfig, TokenizerKind, VqConfig};
+use crate::tokenizer::{TokenizerConfig, TokenizerKind, VqConfig};
 use jinn_train::config::TrainConfig;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::run;
 
 pub(crate) fn tiny_mae_run() -> TokenizerRunConfig {
-    let tiny = crate::mae::tests::tiny_mae();
-    let coder = CoderConfig { model_dim: 16, ffn_dim: 32, num_heads: 2, ..tiny.coder.clone() };
-    let model = TokenizerConfig::Mae(MaeConfig { coder, ..tiny });
+    let coder = crate::tokenizer::tests::tiny_coder();
+    let model = TokenizerConfig::Mae(MaeConfig { coder, ..crate::mae::tests::tiny_mae() });
     let train = TrainConfig {
         steps: 4,
         batch_size: 4,

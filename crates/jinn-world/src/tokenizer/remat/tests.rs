@@ -7,18 +7,7 @@ use jinn_data::rng::SampleStreams;
 /// 16×16×3 frames, patch 4, width 16, two blocks on each side, codebook dropout on.
 fn tiny() -> VqConfig {
     VqConfig {
-        coder: CoderConfig {
-            height: 16,
-            width: 16,
-            channels: 3,
-            patch: 4,
-            model_dim: 16,
-            ffn_dim: 32,
-            num_heads: 2,
-            encoder_blocks: 2,
-            decoder_blocks: 2,
-            latent_dim: 8,
-        },
+        coder: CoderConfig { encoder_blocks: 2, decoder_blocks: 2, ..crate::tokenizer::tests::tiny_coder() },
         num_codes: 16,
         codebook_dropout: 0.2,
         vq_beta: 0.25,

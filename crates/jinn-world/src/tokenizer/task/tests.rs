@@ -1,9 +1,12 @@
 use super::*;
-use crate::tokenizer::{CoderConfig, VqConfig};
+use crate::precision_check::{bf16_step_matches_f32, float_params};
+use crate::tokenizer::tests::tiny_coder;
+use crate::tokenizer::VqConfig;
 use burn::module::{ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
+use jinn_train::precision::Precision;
 use jinn_train::schedule::{LrSchedule, ScheduleKind};
 use jinn_train::train_loop::run;
 
@@ -25,18 +28,7 @@ pub(crate) fn tiny_dataset(dir: &Path) {
 
 fn run_cfg() -> TokenizerRunConfig {
     let model = TokenizerConfig::Vq(VqConfig {
-        coder: CoderConfig {
-            height: 16,
-            width: 16,
-            channels: 3,
-            patch: 4,
-            model_dim: 16,
-            ffn_dim: 32,
-            num_heads: 2,
-            encoder_blocks: 1,
-            decoder_blocks: 1,
-            latent_dim: 8,
-        },
+        coder: tiny_coder(),
         num_codes: 32,
         codebook_dropout: 0.1,
         vq_beta: 0.25,
@@ -195,4 +187,59 @@ fn jasmine_default_config_equals_the_built_in_defaults() {
     let cfg = load_config("jasmine-default");
     assert_eq!(cfg, TokenizerRunConfig::default(), "the file must spell out Jasmine's defaults");
     assert_eq!(cfg.model.vq().unwrap().init(&Device::flex()).unwrap().num_params(), 34_489_696);
+}
+
+/// [`run_cfg`] in `precision`, one update a step, no dropout or resets; patch 6 pads the 16×16
+/// frames to 18×18, so the padding path runs in bf16 too.
+fn precision_cfg(precision: Precision) -> TokenizerRunConfig {
+    let mut cfg = run_cfg();
+    let vq = vq_mut(&mut cfg);
+    (vq.coder.patch, vq.codebook_dropout, vq.reset_threshold) = (6, 0.0, 0);
+    (cfg.data.seq_len, cfg.train.batch_size, cfg.train.grad_accum) = (3, 2, 1);
+    (cfg.train.steps, cfg.train.val_every, cfg.train.image_every) = (2, 0, 0);
+    (cfg.train.lr.warmup_steps, cfg.train.lr.decay_steps) = (1, 1);
+    cfg.train.precision = precision;
+    cfg
+}
+
+#[test]
+fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
+    let data = tempfile::tempdir().unwrap();
+    tiny_dataset(data.path());
+    let device = Device::flex().autodiff();
+    let init =
+        jinn_nn::init::seeded_init(&device, 7, || precision_cfg(Precision::F32).model.vq()?.init(&device))
+            .unwrap();
+    let [f32_task, bf16_task] = [Precision::F32, Precision::Bf16]
+        .map(|p| TokenizerTask::new(&precision_cfg(p), data.path(), init.clone(), device.clone()).unwrap());
+    let train = precision_cfg(Precision::F32).train;
+    bf16_step_matches_f32(f32_task, bf16_task, &train, &["loss", "mse", "psnr", "grad_norm"]);
+}
+
+#[test]
+fn bf16_checkpoints_hold_f32_weights() {
+    let data = tempfile::tempdir().unwrap();
+    tiny_dataset(data.path());
+    let run_dir = tempfile::tempdir().unwrap();
+    let cfg = precision_cfg(Precision::Bf16);
+    let mut task = TokenizerTask::from_config(&cfg, data.path(), Device::flex().autodiff()).unwrap();
+    run(&mut task, &cfg.train, &opts(run_dir.path(), false, None, &cfg)).unwrap();
+    let ckpt = jinn_train::checkpoint::latest_good(run_dir.path()).unwrap().checkpoint.expect("a checkpoint");
+    assert_eq!(ckpt.state.config["train"]["precision"], "bf16");
+    // safetensors: u64 LE header length, then a JSON header with each tensor's dtype.
+    let bytes = std::fs::read(ckpt.dir.join(jinn_train::checkpoint::MODEL_FILE)).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let dtypes: Vec<&str> = header
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "__metadata__")
+        .map(|(_, v)| v["dtype"].as_str().unwrap())
+        .collect();
+    assert!(!dtypes.is_empty());
+    assert!(dtypes.iter().all(|d| *d == "F32"), "{dtypes:?}");
+    // And it loads back into an f32 model.
+    let model = ckpt.load_model(cfg.model.vq().unwrap().init(&Device::flex()).unwrap()).unwrap();
+    assert!(float_params(&model).iter().all(|(d, _)| *d == burn::tensor::DType::F32));
 }

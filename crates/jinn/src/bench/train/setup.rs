@@ -10,8 +10,8 @@ use burn::tensor::Device;
 use jinn_data::FrameShape;
 use jinn_train::config::TrainConfig;
 use jinn_world::{
-    DataConfig, DynamicsConfig, DynamicsKind, DynamicsRunConfig, LamConfig, LamRunConfig, TokenizerConfig,
-    TokenizerRunConfig,
+    CoderConfig, DataConfig, DynamicsConfig, DynamicsKind, DynamicsRunConfig, LamConfig, LamRunConfig,
+    TokenizerConfig, TokenizerRunConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -145,13 +145,17 @@ fn describe(cfg: &dyn RunConfig) -> String {
 
 /// One line describing a tokenizer architecture.
 fn describe_tokenizer(m: &TokenizerConfig) -> String {
-    let c = m.coder();
     let latents = match m {
         TokenizerConfig::Vq(vq) => format!("{} codes", vq.num_codes),
-        TokenizerConfig::Mae(_) => format!("MAE latent {}", c.latent_dim),
+        TokenizerConfig::Mae(_) => format!("MAE latent {}", m.coder().latent_dim),
     };
+    format!("{}, {latents}", describe_coder(m.coder()))
+}
+
+/// Frames, patch and encoder/decoder shapes, as one line.
+fn describe_coder(c: &CoderConfig) -> String {
     format!(
-        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, {latents}",
+        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks",
         c.height,
         c.width,
         c.channels,
@@ -171,18 +175,5 @@ fn describe_run(train: &TrainConfig, seq_len: usize, a: &TrainBenchArgs) -> Stri
 
 /// One line describing a LAM architecture.
 fn describe_lam(m: &LamConfig) -> String {
-    format!(
-        "{}×{}×{}, patch {}, width {}, FFN {}, {} heads, {}+{} blocks, latent {}, {} codes",
-        m.height,
-        m.width,
-        m.channels,
-        m.patch,
-        m.model_dim,
-        m.ffn_dim,
-        m.num_heads,
-        m.encoder_blocks,
-        m.decoder_blocks,
-        m.latent_dim,
-        m.num_codes
-    )
+    format!("{}, latent {}, {} codes", describe_coder(&m.coder), m.coder.latent_dim, m.num_codes)
 }
