@@ -179,6 +179,7 @@ fn parse(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<DeviceSpec, St
 /// Checks a `--device` value as [`parse`] does, except that `local` is left for each rank of a
 /// launch to resolve: what a command that starts the ranks itself checks before handing the value
 /// on.
+#[cfg(any(feature = "mpi", test))] // `jinn bench mpi` starts ranks
 pub fn check_for_ranks(s: &str) -> Result<(), String> {
     parse(s, &|var| (var == LOCAL_RANK_VARS[0]).then(|| "0".to_string())).map(|_| ())
 }
