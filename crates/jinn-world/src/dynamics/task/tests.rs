@@ -6,6 +6,7 @@ use crate::tokenizer::task::tests::tiny_dataset;
 use burn::tensor::Device;
 use jinn_data::dataset::Dataset;
 use jinn_train::train_loop::{run, StepContext, Updater};
+use std::path::PathBuf;
 
 fn run_cfg(model: GenieConfig) -> GenieRunConfig {
     let train = TrainConfig {
@@ -32,6 +33,16 @@ fn run_cfg(model: GenieConfig) -> GenieRunConfig {
 
 use crate::data::test_support::run_options as opts;
 
+/// A temporary root with the tiny dataset in `root/data` and tokenizer and LAM runs: (root,
+/// data, tokenizer run, LAM run).
+fn runs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    tiny_dataset(&data);
+    let (tok, lam) = component_runs(root.path());
+    (root, data, tok, lam)
+}
+
 #[test]
 fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {
     resume_is_bit_identical(tiny_dynamics(DynamicsKind::MaskGit));
@@ -44,10 +55,7 @@ fn resumed_reversible_run_is_bit_identical() {
 }
 
 fn resume_is_bit_identical(dynamics: DynamicsConfig) {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("data");
-    tiny_dataset(&data);
-    let (tok, _) = component_runs(root.path());
+    let (root, data, tok, _) = runs();
     let device = Device::flex().autodiff();
     let source = ActionSource::CoTrain(crate::lam::tests::tiny());
     let (init, genie_cfg) = assemble_genie(&tok, source.clone(), &dynamics, &device).unwrap();
@@ -109,10 +117,7 @@ fn resume_is_bit_identical(dynamics: DynamicsConfig) {
 
 #[test]
 fn ground_truth_actions_train_causal_dynamics() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("data");
-    tiny_dataset(&data);
-    let (tok, _) = component_runs(root.path());
+    let (root, data, tok, _) = runs();
     let num_actions =
         Dataset::open(&data.join("train"), 3, None).unwrap().metadata().unwrap().num_actions.unwrap();
     let device = Device::flex().autodiff();
@@ -132,10 +137,7 @@ fn ground_truth_actions_train_causal_dynamics() {
 
 #[test]
 fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("data");
-    tiny_dataset(&data);
-    let (tok, lam) = component_runs(root.path());
+    let (_root, data, tok, lam) = runs();
     let device = Device::flex().autodiff();
     // MaskGIT with every input on (code embeddings of a trained LAM, the previous frame,
     // changed-token weights), and causal dynamics on a co-trained LAM.
@@ -161,10 +163,7 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
 
 #[test]
 fn reversible_dynamics_refuse_bf16_by_name() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("data");
-    tiny_dataset(&data);
-    let (tok, _) = component_runs(root.path());
+    let (_root, data, tok, _) = runs();
     let dynamics = DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
     let source = ActionSource::CoTrain(crate::lam::tests::tiny());
     let (genie, genie_cfg) = assemble_genie(&tok, source, &dynamics, &Device::flex().autodiff()).unwrap();
