@@ -29,7 +29,7 @@
 
 use crate::data::DataConfig;
 use crate::data::{
-    model_err, next_batch, restore_dead_code_counters, save_dead_code_counters, to_u8, videos,
+    add_counts, model_err, next_batch, restore_dead_code_counters, save_dead_code_counters, to_u8, videos,
     write_step_gif, TaskData,
 };
 use crate::genie::LAM_KIND;
@@ -197,9 +197,8 @@ impl TrainTask for LamTask {
         let out = precision.compute_model(&self.model).forward_train(videos, &streams).map_err(model_err)?;
         let mut sums = VqSums::default();
         let usage = self.add_metrics(&out, &batch, &mut sums, ctx.logged)?;
-        let step_usage =
-            self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; usage.counts.len()] });
-        step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+        let step_usage = self.step_usage.get_or_insert_with(|| CodeUsage { counts: Vec::new() });
+        add_counts(&mut step_usage.counts, usage.counts);
         self.last_emb = Some(out.emb.clone().cast(FloatDType::F32)); // reset targets of the f32 codebook
         Ok(MicroBatch { objective: Objective::Loss(out.loss), metrics: sums.into_metrics() })
     }

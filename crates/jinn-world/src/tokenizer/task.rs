@@ -166,8 +166,8 @@ impl TrainTask for TokenizerTask {
             let [b, t, n] = out.indices.dims();
             let usage =
                 CodeUsage::from_indices(out.indices.reshape([b * t * n]), num_codes).map_err(model_err)?;
-            let step_usage = self.step_usage.get_or_insert_with(|| CodeUsage { counts: vec![0; num_codes] });
-            step_usage.counts.iter_mut().zip(usage.counts).for_each(|(a, c)| *a += c);
+            let step_usage = self.step_usage.get_or_insert_with(|| CodeUsage { counts: Vec::new() });
+            data::add_counts(&mut step_usage.counts, usage.counts);
         }
         Ok(MicroBatch { objective, metrics: sums.into_metrics() })
     }
