@@ -21,6 +21,7 @@ pub mod step_macs;
 mod streams;
 pub mod tokenizer;
 mod vq_metrics;
+pub mod window;
 pub mod world_eval;
 pub mod world_model;
 
@@ -46,5 +47,6 @@ pub use tokenizer::{
     frames_to_unit, CoderConfig, Tokenizer, TokenizerConfig, TokenizerKind, TokenizerOutput, VqConfig,
     TOKENIZER_KIND,
 };
+pub use window::{trained_clip_frames, windowed};
 pub use world_eval::{WorldEval, WorldEvalConfig, WorldMetrics};
 pub use world_model::{load_world, Encoded, World, WorldModel};

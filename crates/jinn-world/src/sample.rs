@@ -53,6 +53,11 @@ pub struct SamplerConfig {
     /// Diffusion: context corruption `c_f`; context frames are re-noised to the signal level
     /// `round((1 − c_f)·K)/K` (the reference's default 0.1).
     pub context_noise: f64,
+    /// Token dynamics: the most frames the dynamics sees at once, normally its training clip
+    /// length (`None`: the whole rollout). A longer rollout slides: each frame past the window
+    /// is generated from the `window − 1` frames before it, at the temporal positions the
+    /// model was trained on (see [`crate::trained_clip_frames`]).
+    pub window: Option<usize>,
 }
 
 impl Default for SamplerConfig {
@@ -65,6 +70,7 @@ impl Default for SamplerConfig {
             use_cache: true,
             denoise_steps: None,
             context_noise: 0.1,
+            window: None,
         }
     }
 }
@@ -89,8 +95,114 @@ impl Rollout {
 }
 
 /// Generates frames `C..frames−1` after the context `[B, C, N]` under `actions`
-/// `[B, frames−1, La]` (the action of the transition into frame `t` is row `t−1`).
+/// `[B, frames−1, La]` (the action of the transition into frame `t` is row `t−1`). With a
+/// [`SamplerConfig::window`] shorter than `frames`, the rollout slides (see [`windows`]).
 pub fn sample(
+    dynamics: &Dynamics,
+    context: Tensor<3, Int>,
+    actions: Tensor<3>,
+    frames: usize,
+    cfg: &SamplerConfig,
+) -> Result<Rollout, NnError> {
+    let window = match cfg.window {
+        Some(w) if w < 2 => {
+            return Err(NnError::InvalidConfig { field: "window", reason: format!("must be ≥ 2, got {w}") })
+        }
+        Some(w) if frames > w => w,
+        _ => return sample_within(dynamics, context, actions, frames, cfg),
+    };
+    let [b, c, n] = context.dims();
+    let device = context.device();
+    let la = actions.dims()[2];
+    if c == 0 || frames <= c || actions.dims() != [b, frames - 1, la] {
+        // The unwindowed sampler names what is wrong.
+        return sample_within(
+            dynamics,
+            context,
+            actions,
+            frames,
+            &SamplerConfig { window: None, ..cfg.clone() },
+        );
+    }
+    let mut tokens: Vec<i64> = context.try_into_vec_as::<i64>().expect("integer tensor data"); // [b, c, n]
+    let mut segments: Vec<Rollout> = Vec::new();
+    for (i, span) in windows(c, frames, window).into_iter().enumerate() {
+        let have = tokens.len() / (b * n);
+        let ctx = frame_range(&tokens, [b, have, n], span.start..span.context_end);
+        let ctx =
+            Tensor::<3, Int>::from_data(TensorData::new(ctx, [b, span.context_end - span.start, n]), &device);
+        let acts = actions.clone().slice([0..b, span.start..span.end - 1, 0..la]); // [b, span − 1, la]
+        let seed = if i == 0 {
+            cfg.seed
+        } else {
+            jinn_data::rng::derive_seed(cfg.seed, "world-sample-window", i as u64)
+        };
+        let part = sample_within(
+            dynamics,
+            ctx,
+            acts,
+            span.end - span.start,
+            &SamplerConfig { seed, ..cfg.clone() },
+        )?;
+        let fresh =
+            frame_range(&part.tokens, part.dims, span.context_end - span.start..span.end - span.start);
+        tokens = concat_frames(&tokens, [b, have, n], &fresh, span.end - span.context_end);
+        segments.push(part);
+    }
+    let v = dynamics.num_codes();
+    let per_frame = n * v;
+    let mut logits = Vec::with_capacity(b * (frames - c) * per_frame);
+    for bi in 0..b {
+        for part in &segments {
+            let gen = part.logits.len() / (b * per_frame);
+            logits.extend_from_slice(&part.logits[bi * gen * per_frame..(bi + 1) * gen * per_frame]);
+        }
+    }
+    Ok(Rollout { tokens, dims: [b, frames, n], logits })
+}
+
+/// One pass of a sliding rollout: frames `start..context_end` are given, `context_end..end`
+/// generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSpan {
+    /// First frame the dynamics sees.
+    pub start: usize,
+    /// End of the given frames.
+    pub context_end: usize,
+    /// End of the frames this pass generates.
+    pub end: usize,
+}
+
+/// The passes of a rollout from `context` given frames to `frames` frames that sees at most
+/// `window` frames at once: the first pass fills the window from the last `window − 1` given
+/// frames, every later pass generates one frame from the `window − 1` before it.
+pub fn windows(context: usize, frames: usize, window: usize) -> Vec<WindowSpan> {
+    let mut spans = Vec::new();
+    let mut have = context;
+    while have < frames {
+        let start = have.saturating_sub(window - 1);
+        let end = (start + window).min(frames);
+        spans.push(WindowSpan { start, context_end: have, end });
+        have = end;
+    }
+    spans
+}
+
+/// Frames `range` of every batch entry of `tokens` `[b, t, n]` → `[b, range.len(), n]`.
+fn frame_range(tokens: &[i64], [b, t, n]: [usize; 3], range: std::ops::Range<usize>) -> Vec<i64> {
+    (0..b).flat_map(|bi| &tokens[(bi * t + range.start) * n..(bi * t + range.end) * n]).copied().collect()
+}
+
+/// `a` `[b, ta, n]` followed, per batch entry, by `more` `[b, tm, n]` → `[b, ta + tm, n]`.
+fn concat_frames(a: &[i64], [b, ta, n]: [usize; 3], more: &[i64], tm: usize) -> Vec<i64> {
+    (0..b)
+        .flat_map(|bi| a[bi * ta * n..(bi + 1) * ta * n].iter().chain(&more[bi * tm * n..(bi + 1) * tm * n]))
+        .copied()
+        .collect()
+}
+
+/// [`sample`] within one window: the rollout's frames all seen at once.
+fn sample_within(
     dynamics: &Dynamics,
     context: Tensor<3, Int>,
     actions: Tensor<3>,

@@ -219,7 +219,8 @@ impl WorldEval {
         let frames = &batch.videos[..b * s * shape.frame_bytes()]; // [b, s, h, w, c] u8
         let videos = frames_to_unit(frames, [b, s, shape.height, shape.width, shape.channels], &device);
         let recorded_t = Tensor::<2, Int>::from_data(TensorData::new(recorded.clone(), [b, s]), &device);
-        let (_, lam_ids) = world.latent_actions(videos, Some(recorded_t)).map_err(model_err)?;
+        let (_, lam_ids) =
+            world.latent_actions(videos, Some(recorded_t), self.cfg.sampler.window).map_err(model_err)?;
         self.pair_codes(lam_ids, Some(&recorded), b, s);
         Ok(())
     }
@@ -269,7 +270,8 @@ impl WorldEval {
             .as_ref()
             .map(|ids| Tensor::<2, Int>::from_data(TensorData::new(ids.clone(), [b, s]), &device));
         let encoded = world.encode(videos.clone()).map_err(model_err)?; // tokens [b, s, n] or latents [b, s, n, l]
-        let (actions, lam_ids) = world.latent_actions(videos, recorded_t).map_err(model_err)?; // [b, s−1, la]
+        let (actions, lam_ids) =
+            world.latent_actions(videos, recorded_t, self.cfg.sampler.window).map_err(model_err)?; // [b, s−1, la]
         self.pair_codes(lam_ids, recorded.as_deref(), b, s);
 
         let sampler = SamplerConfig {

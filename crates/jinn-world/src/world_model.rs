@@ -11,6 +11,7 @@ use crate::diffusion::sample::sample_diffusion;
 use crate::dynamics::DynamicsKind;
 use crate::genie::{component_checkpoint, load_genie, Genie, GenieConfig, DYNAMICS_KIND};
 use crate::sample::{sample, SamplerConfig};
+use crate::window::windowed;
 use burn::tensor::{Device, Int, Tensor};
 use jinn_nn::{NnError, PatchGrid};
 use jinn_train::Result;
@@ -135,16 +136,31 @@ impl World<'_> {
         }
     }
 
-    /// Latent actions `[B, T−1, La]` for `videos` (see [`Genie::latent_actions`]).
+    /// Latent actions `[B, T−1, La]` for `videos` (see [`Genie::latent_actions`]), a LAM
+    /// seeing at most `window` frames at once (see [`windowed`]; `None`: the whole clip).
     pub fn latent_actions(
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
+        window: Option<usize>,
     ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
-        match self {
+        let whole = |videos: Tensor<5>, actions| match self {
             World::Tokens(g) => g.latent_actions(videos, actions),
             World::Diffusion(g) => g.latent_actions(videos, actions),
+        };
+        let [b, t, ..] = videos.dims();
+        if !self.has_lam() || window.is_none_or(|w| t <= w) {
+            return whole(videos, actions);
         }
+        // The LAM runs once for the vectors and once for the codes: `windowed` carries one
+        // tensor.
+        let latent = windowed(videos.clone(), window, |v| Ok(whole(v, None)?.0))?; // [b, t−1, la]
+        let ids = windowed(videos, window, |v| {
+            let [vb, vt, ..] = v.dims();
+            let ids = whole(v, None)?.1.expect("a LAM names its codes"); // [vb·(vt−1)]
+            Ok(ids.reshape([vb, vt - 1]))
+        })?; // [b, t−1]
+        Ok((latent, Some(ids.reshape([b * (t - 1)]))))
     }
 
     /// The table action ids index `[K, La]`.
@@ -179,7 +195,8 @@ impl World<'_> {
 
     /// Roll out from the encoded `context` (`C` frames) to `frames` frames under `actions`
     /// `[B, frames−1, La]` with the model's sampler, and decode all frames
-    /// `[B, frames, H, W, C]` in `[0, 1]` (the context decoded too).
+    /// `[B, frames, H, W, C]` in `[0, 1]` (the context decoded too). Token models slide over
+    /// frames past [`SamplerConfig::window`], in the sampler and the decoder alike.
     pub fn rollout(
         &self,
         context: Encoded,
@@ -191,7 +208,7 @@ impl World<'_> {
             (World::Tokens(g), Encoded::Tokens(tokens)) => {
                 let device = tokens.device();
                 let rollout = sample(&g.dynamics, tokens, actions, frames, cfg)?;
-                g.tokenizer.decode(rollout.token_tensor(&device))
+                windowed(rollout.token_tensor(&device), cfg.window, |t| g.tokenizer.decode(t))
             }
             (World::Diffusion(g), Encoded::Latents(latents)) => {
                 let latents = sample_diffusion(&g.dynamics, latents, actions, frames, cfg)?;

@@ -113,9 +113,10 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
         .with_context(|| format!("{}: no clip of {s} frames", split.display()))??;
     let videos = frames_to_unit(&batch.videos, [1, s, shape.height, shape.width, shape.channels], &device);
 
-    let (actions, labels) = rollout_actions(world, &a.actions, videos.clone(), &batch, s)?;
+    let window = a.sampler.config(a.seed, &a.ckpt).window;
+    let (actions, labels) = rollout_actions(world, &a.actions, videos.clone(), &batch, s, window)?;
     let context = world.encode(videos)?.first_frames(a.context); // tokens or latents
-    let cfg = a.sampler.config(a.seed);
+    let cfg = a.sampler.config(a.seed, &a.ckpt);
     let started = Instant::now();
     let generated = world.rollout(context, actions, s, &cfg).context("sampling the rollout")?; // [1, s, h, w, c]
     let generated = frames_to_u8(generated);
@@ -183,6 +184,7 @@ fn rollout_actions(
     videos: Tensor<5>,
     batch: &jinn_data::loader::Batch,
     s: usize,
+    window: Option<usize>,
 ) -> anyhow::Result<(Tensor<3>, Vec<i64>)> {
     let device = videos.device();
     match spec {
@@ -190,7 +192,7 @@ fn rollout_actions(
             if !world.has_lam() {
                 bail!("--actions lam: this model was trained on recorded actions (no LAM); use --actions gt or FILE");
             }
-            let (vectors, ids) = world.latent_actions(videos, None)?;
+            let (vectors, ids) = world.latent_actions(videos, None, window)?;
             let ids = ids.context("the LAM returned no code indices")?;
             Ok((vectors, ids.try_into_vec_as::<i64>().expect("integer tensor data")))
         }
@@ -208,7 +210,7 @@ fn rollout_actions(
                 );
             }
             let ids = Tensor::<2, Int>::from_data(TensorData::new(recorded.clone(), [1, s]), &device);
-            let (vectors, _) = world.latent_actions(videos, Some(ids))?;
+            let (vectors, _) = world.latent_actions(videos, Some(ids), window)?;
             Ok((vectors, recorded[..s - 1].to_vec()))
         }
         file => {

@@ -128,6 +128,59 @@ fn maskgit_never_changes_context_tokens() {
     }
 }
 
+/// Frames `range` of `tokens` `[b, t, n]` as a tensor.
+fn token_frames(tokens: &[i64], [b, t, n]: [usize; 3], range: std::ops::Range<usize>) -> Tensor<3, Int> {
+    let len = range.len();
+    Tensor::from_data(TensorData::new(frame_range(tokens, [b, t, n], range), [b, len, n]), &Device::flex())
+}
+
+#[test]
+fn a_sliding_rollout_generates_each_frame_from_the_window_before_it() {
+    let (b, c, n, frames, window) = (2, 2, 5, 7, 3);
+    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+        let model = tiny(kind);
+        let (context, actions) = inputs(b, c, n, frames, 9);
+        let cfg = SamplerConfig { maskgit_steps: 4, argmax: true, ..Default::default() };
+        let slid = sample(
+            &model,
+            context.clone(),
+            actions.clone(),
+            frames,
+            &SamplerConfig { window: Some(window), ..cfg.clone() },
+        )
+        .unwrap();
+        assert_eq!(slid.dims, [b, frames, n]);
+        // Reference: one unwindowed call per frame, on at most `window − 1` frames before it.
+        let mut tokens: Vec<i64> = context.try_into_vec_as().unwrap();
+        let v = model.num_codes();
+        for f in c..frames {
+            let start = (f + 1).saturating_sub(window);
+            let ctx = token_frames(&tokens, [b, f, n], start..f);
+            let acts = actions.clone().slice([0..b, start..f, 0..4]);
+            let one = sample(&model, ctx, acts, f + 1 - start, &cfg).unwrap();
+            let g = f - c;
+            for bi in 0..b {
+                // `one` generated a single frame: its logits are [b, 1, n, v].
+                let want = &one.logits[bi * n * v..][..n * v];
+                let got = &slid.logits[(bi * (frames - c) + g) * n * v..][..n * v];
+                assert!(max_abs_diff(want, got) < 1e-4, "{kind:?}: logits of frame {f}, entry {bi}");
+            }
+            let fresh = frame_range(&one.tokens, one.dims, f - start..f + 1 - start);
+            tokens = concat_frames(&tokens, [b, f, n], &fresh, 1);
+        }
+        assert_eq!(slid.tokens, tokens, "{kind:?}");
+    }
+}
+
+#[test]
+fn the_passes_of_a_sliding_rollout() {
+    let span = |start, context_end, end| WindowSpan { start, context_end, end };
+    assert_eq!(windows(2, 5, 16), vec![span(0, 2, 5)]);
+    assert_eq!(windows(2, 6, 4), vec![span(0, 2, 4), span(1, 4, 5), span(2, 5, 6)]);
+    // More given frames than the window holds: only the last window − 1 are seen.
+    assert_eq!(windows(5, 6, 3), vec![span(3, 5, 6)]);
+}
+
 #[test]
 fn same_seed_same_rollout_other_seed_differs() {
     for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {

@@ -30,7 +30,7 @@ fn load_world_picks_the_family_and_rollouts_decode_frames() {
     let videos = frames_to_unit(&crate::lam::tests::moving_square(1, 3), [1, 3, 16, 16, 3], &device);
     for model in [&tokens, &diffusion] {
         let world = model.view();
-        let (actions, ids) = world.latent_actions(videos.clone(), None).unwrap();
+        let (actions, ids) = world.latent_actions(videos.clone(), None, None).unwrap();
         assert!(world.has_lam() && ids.is_some());
         let encoded = world.encode(videos.clone()).unwrap();
         let cfg = SamplerConfig { maskgit_steps: 2, ..SamplerConfig::default() };
@@ -39,7 +39,7 @@ fn load_world_picks_the_family_and_rollouts_decode_frames() {
     }
     // Encoded frames of the other family are refused.
     let latents = diffusion.view().encode(videos.clone()).unwrap();
-    let (actions, _) = tokens.view().latent_actions(videos, None).unwrap();
+    let (actions, _) = tokens.view().latent_actions(videos, None, None).unwrap();
     let err = tokens.view().rollout(latents, actions, 3, &SamplerConfig::default()).unwrap_err().to_string();
     assert!(err.contains("other model family"), "{err}");
 }

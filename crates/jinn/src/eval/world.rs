@@ -151,7 +151,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
     };
     let game = dataset.metadata().and_then(|m| Game::from_env_name(&m.env));
     let mut loader = Loader::new(Arc::new(dataset), loader_cfg)?;
-    let sampler = a.sampler.config(a.seed);
+    let sampler = a.sampler.config(a.seed, &a.ckpt);
     let mut eval = WorldEval::new(WorldEvalConfig { context: a.context, frames: a.frames, sampler, game })?;
     eprintln!(
         "evaluating {} at step {step} on {}: {} clips, {} context + {} generated frames",

@@ -78,7 +78,7 @@ impl GenieWorld {
     ) -> anyhow::Result<Self> {
         let (genie, _cfg, step) = load_genie(run, device)
             .with_context(|| format!("--ckpt {}: loading the world model", run.display()))?;
-        let trained = trained_seq_len(run).unwrap_or(DEFAULT_WINDOW).max(2);
+        let trained = jinn_world::trained_clip_frames(run).unwrap_or(DEFAULT_WINDOW).max(2);
         let name = format!(
             "{} (step {step}, {:?} dynamics)",
             run.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
@@ -275,12 +275,6 @@ impl GenieWorld {
 /// A model failure as [`ModelError::Failed`].
 fn failed(e: impl std::fmt::Display) -> ModelError {
     ModelError::Failed(e.to_string())
-}
-
-/// The `data.seq_len` the dynamics run was trained with (its stored config).
-fn trained_seq_len(run: &Path) -> Option<usize> {
-    let ckpt = jinn_train::checkpoint::latest_good(run).ok()?.checkpoint?;
-    ckpt.state.config.get("data")?.get("seq_len")?.as_u64().map(|v| v as usize)
 }
 
 /// Clips of this many frames (at most the training length) name the latent codes.

@@ -87,6 +87,16 @@ fn heads_of_whole_and_partial_vector_blocks_match_the_composite() {
 }
 
 #[test]
+fn frame_long_sequences_match_the_composite() {
+    // Spatial attention over a frame: 64 keys (8×8 patches), 43 (a row count that is no
+    // multiple of the vector width), causal and not, and fewer queries than keys.
+    assert_matches_composite([2, 64, 64, 64], 2, false);
+    assert_matches_composite([2, 43, 43, 48], 3, true);
+    assert_matches_composite([3, 4, 43, 16], 2, false);
+    assert_packed_matches_separate([2, 43, 16], 2, true);
+}
+
+#[test]
 fn the_untracked_op_matches_the_composite() {
     let device = Device::flex();
     let random = |s| Tensor::<3>::random([2, s, 8], Distribution::Normal(0.0, 1.0), &device);
