@@ -48,12 +48,7 @@ impl DynamicsConfig {
         if self.denoise_steps == 0 {
             return Err(NnError::InvalidConfig { field: "denoise_steps", reason: "must be ≥ 1".into() });
         }
-        if self.reversible {
-            return Err(NnError::InvalidConfig {
-                field: "reversible",
-                reason: "diffusion dynamics have no reversible backbone; set reversible = false".into(),
-            });
-        }
+        self.check_kind_fields()?;
         if latent_dim == 0 || action_dim == 0 {
             return Err(NnError::InvalidConfig {
                 field: "latent_dim/action_dim",

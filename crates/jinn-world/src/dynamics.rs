@@ -55,6 +55,16 @@ impl std::str::FromStr for DynamicsKind {
     }
 }
 
+impl std::fmt::Display for DynamicsKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DynamicsKind::MaskGit => "maskgit",
+            DynamicsKind::Causal => "causal",
+            DynamicsKind::Diffusion => "diffusion",
+        })
+    }
+}
+
 /// Architecture and loss settings of a [`Dynamics`] model (the `model` section of a dynamics
 /// run config). Defaults are Jasmine's: width 512, FFN 2048, 8 heads, 6 blocks, mask ratio
 /// `U[0.5, 1)`, no z-loss. The codebook size and action width come from the tokenizer and
@@ -127,7 +137,48 @@ impl Default for DynamicsConfig {
     }
 }
 
+/// The settings only some dynamics kinds read: the field and the kinds that read it.
+const KIND_FIELDS: [(&str, &[DynamicsKind]); 6] = [
+    ("mask_limit", &[DynamicsKind::MaskGit]),
+    ("previous_frame_input", &[DynamicsKind::MaskGit]),
+    ("z_loss_weight", &[DynamicsKind::MaskGit, DynamicsKind::Causal]),
+    ("changed_token_weight", &[DynamicsKind::MaskGit, DynamicsKind::Causal]),
+    ("reversible", &[DynamicsKind::MaskGit, DynamicsKind::Causal]),
+    ("denoise_steps", &[DynamicsKind::Diffusion]),
+];
+
 impl DynamicsConfig {
+    /// Refuse a setting this config's kind does not read, naming it: a field of another
+    /// kind must hold its default (config files are merged over the defaults, and stored
+    /// configs carry every field), so a value meant for one kind never passes silently
+    /// under another.
+    pub fn check_kind_fields(&self) -> Result<(), NnError> {
+        let default = DynamicsConfig::default();
+        for (field, kinds) in KIND_FIELDS {
+            let set = match field {
+                "mask_limit" => self.mask_limit != default.mask_limit,
+                "previous_frame_input" => self.previous_frame_input != default.previous_frame_input,
+                "z_loss_weight" => self.z_loss_weight != default.z_loss_weight,
+                "changed_token_weight" => self.changed_token_weight != default.changed_token_weight,
+                "reversible" => self.reversible != default.reversible,
+                "denoise_steps" => self.denoise_steps != default.denoise_steps,
+                _ => unreachable!("every kind-specific field is compared"),
+            };
+            if set && !kinds.contains(&self.kind) {
+                let readers: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+                return Err(NnError::InvalidConfig {
+                    field,
+                    reason: format!(
+                        "{} dynamics do not read it (only {} do); remove it or leave its default",
+                        self.kind,
+                        readers.join(" and ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Build the network for a codebook of `num_codes` tokens and actions of width
     /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), flax NNX defaults).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
@@ -138,6 +189,7 @@ impl DynamicsConfig {
                     .into(),
             });
         }
+        self.check_kind_fields()?;
         if !(0.0..1.0).contains(&self.mask_limit) {
             return Err(NnError::InvalidConfig {
                 field: "mask_limit",
@@ -154,12 +206,6 @@ impl DynamicsConfig {
             return Err(NnError::InvalidConfig {
                 field: "changed_token_weight",
                 reason: format!("must be a positive number, got {}", self.changed_token_weight),
-            });
-        }
-        if self.previous_frame_input && self.kind != DynamicsKind::MaskGit {
-            return Err(NnError::InvalidConfig {
-                field: "previous_frame_input",
-                reason: format!("is a MaskGIT input; {:?} dynamics take none", self.kind),
             });
         }
         if num_codes == 0 || action_dim == 0 {

@@ -17,7 +17,7 @@ fn tiny(kind: DynamicsKind) -> DynamicsConfig {
         z_loss_weight: 0.0,
         action_dim: 4,
         reversible: false,
-        denoise_steps: 8,
+        denoise_steps: 64,
         lam_code_embedding: false,
         changed_token_weight: 1.0,
         previous_frame_input: false,
@@ -287,4 +287,35 @@ fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
     let causal = DynamicsConfig { previous_frame_input: true, ..tiny(DynamicsKind::Causal) };
     let err = causal.init(11, 4, &device).unwrap_err().to_string();
     assert!(err.contains("previous_frame_input"), "{err}");
+}
+
+#[test]
+fn a_setting_of_another_kind_is_refused_by_name() {
+    let device = Device::flex();
+    let base = |kind| DynamicsConfig { kind, ..tiny(DynamicsKind::MaskGit) };
+    let non_default = |field: &str, cfg: DynamicsConfig| match field {
+        "mask_limit" => DynamicsConfig { mask_limit: 0.3, ..cfg },
+        "previous_frame_input" => DynamicsConfig { previous_frame_input: true, ..cfg },
+        "z_loss_weight" => DynamicsConfig { z_loss_weight: 0.1, ..cfg },
+        "changed_token_weight" => DynamicsConfig { changed_token_weight: 2.0, ..cfg },
+        "reversible" => DynamicsConfig { reversible: true, ..cfg },
+        "denoise_steps" => DynamicsConfig { denoise_steps: 8, ..cfg },
+        other => panic!("no case for {other}"),
+    };
+    for (field, readers) in KIND_FIELDS {
+        for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal, DynamicsKind::Diffusion] {
+            let cfg = non_default(field, base(kind));
+            let checked = cfg.check_kind_fields();
+            assert_eq!(checked.is_ok(), readers.contains(&kind), "{field} on {kind}: {checked:?}");
+            if let Err(e) = checked {
+                assert!(e.to_string().contains(field) && e.to_string().contains(&kind.to_string()), "{e}");
+            }
+        }
+    }
+    // The builders check too, before building anything.
+    let causal = non_default("mask_limit", base(DynamicsKind::Causal));
+    assert!(causal.init(11, 4, &device).unwrap_err().to_string().contains("mask_limit"));
+    let diffusion = non_default("changed_token_weight", base(DynamicsKind::Diffusion));
+    let err = diffusion.init_diffusion(6, 4, &device).unwrap_err().to_string();
+    assert!(err.contains("changed_token_weight"), "{err}");
 }

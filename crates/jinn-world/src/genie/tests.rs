@@ -34,7 +34,7 @@ pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
         z_loss_weight: 0.1,
         action_dim: 4,
         reversible: false,
-        denoise_steps: 8,
+        denoise_steps: 64,
         lam_code_embedding: false,
         changed_token_weight: 1.0,
         previous_frame_input: false,

@@ -27,7 +27,7 @@ fn tiny_config(kind: DynamicsKind, reversible: bool) -> DynamicsConfig {
         z_loss_weight: 0.0,
         action_dim: 4,
         reversible,
-        denoise_steps: 8,
+        denoise_steps: 64,
         lam_code_embedding: false,
         changed_token_weight: 1.0,
         previous_frame_input: false,
