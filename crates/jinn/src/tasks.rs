@@ -1,11 +1,12 @@
-//! The registry of world-model training tasks: one table, [`TASKS`], from a task name and
-//! model kind to the function that loads its run config and the function that builds its
-//! [`TrainTask`]. `jinn train tokenizer|mae|lam|dynamics`, `jinn demo` (its stages) and
+//! The registry of training tasks: one table, [`TASKS`], from a task name and model kind to
+//! the function that loads its run config and the function that builds its [`TrainTask`].
+//! `jinn train tokenizer|mae|lam|dynamics|lm|graph`, `jinn demo` (its stages) and
 //! `jinn bench train` all look tasks up here, so a new model kind is one row.
 //!
-//! A task name (`tokenizer`, `lam`, `dynamics`) has one run config type; the config's
-//! `model.kind` (`vq` or `mae`; `maskgit`, `causal` or `diffusion`) picks the row that builds
-//! the task. The text and graph models (`jinn train lm|graph`) have their own commands.
+//! A task name (`tokenizer`, `lam`, `dynamics`, `lm`, `graph`) has one run config type; the
+//! config's kind (`model.kind`: `vq` or `mae`; `maskgit`, `causal` or `diffusion`; `rotation`
+//! or `complex`; the LM's `model.arch`: `rsf` or `standard`) picks the row that builds the
+//! task.
 
 mod erased;
 
@@ -13,6 +14,8 @@ pub use erased::{AnyTask, RunConfig};
 
 use anyhow::Context;
 use burn::tensor::Device;
+use jinn_graph::GraphRunConfig;
+use jinn_text::lm::LmRunConfig;
 use jinn_train::train_loop::TrainTask;
 use jinn_world::{
     assemble_diffusion_genie, assemble_genie, ActionSource, DiffusionTask, DynamicsConfig, DynamicsRunConfig,
@@ -76,6 +79,10 @@ pub const TASKS: &[TaskEntry] = &[
         load: load::<DynamicsRunConfig>,
         build: |c, i| world_model(c, i, assemble_diffusion_genie, DiffusionTask::new),
     },
+    TaskEntry { task: "lm", kind: "rsf", load: load::<LmRunConfig>, build: language_model },
+    TaskEntry { task: "lm", kind: "standard", load: load::<LmRunConfig>, build: language_model },
+    TaskEntry { task: "graph", kind: "rotation", load: load::<GraphRunConfig>, build: graph },
+    TaskEntry { task: "graph", kind: "complex", load: load::<GraphRunConfig>, build: graph },
 ];
 
 /// What a task is built from besides its run config.
@@ -88,12 +95,14 @@ pub struct TaskInputs<'a> {
     pub tokenizer: Option<&'a Path>,
     /// World models: where the actions come from.
     pub actions: Actions<'a>,
+    /// The run directory, for tasks that keep prepared data there (the LM's token shards).
+    pub out: Option<&'a Path>,
 }
 
 impl<'a> TaskInputs<'a> {
     /// Inputs of a task that needs only data and a device.
     pub fn new(data: &'a Path, device: Device) -> Self {
-        TaskInputs { data, device, tokenizer: None, actions: Actions::CoTrain }
+        TaskInputs { data, device, tokenizer: None, actions: Actions::CoTrain, out: None }
     }
 }
 
@@ -206,6 +215,22 @@ fn world_model<G: burn::module::Module, T: TrainTask + 'static>(
     let task = new(&run_cfg, inputs.data, model)
         .with_context(|| format!("setting up dynamics training on {}", inputs.data.display()))?;
     Ok(Built { task: Box::new(task), stored: jinn_train::config::to_json(&run_cfg) })
+}
+
+/// A language model on the corpus `inputs.data`, its token shards prepared in the run
+/// directory (see [`crate::lm::train::lm_task`]).
+fn language_model(cfg: &dyn RunConfig, inputs: &TaskInputs<'_>) -> anyhow::Result<Built> {
+    let cfg = concrete::<LmRunConfig>(cfg);
+    let out = inputs.out.context("a language model keeps its token shards in the run directory")?;
+    let task = crate::lm::train::lm_task(cfg, inputs.data, out, &inputs.device)?;
+    Ok(Built { task: Box::new(task), stored: cfg.to_json() })
+}
+
+/// A link predictor on the graph in `inputs.data` (see [`crate::graph::train::graph_task`]).
+fn graph(cfg: &dyn RunConfig, inputs: &TaskInputs<'_>) -> anyhow::Result<Built> {
+    let cfg = concrete::<GraphRunConfig>(cfg);
+    let task = crate::graph::train::graph_task(cfg, inputs.data, &inputs.device)?;
+    Ok(Built { task: Box::new(task), stored: cfg.to_json() })
 }
 
 #[cfg(test)]

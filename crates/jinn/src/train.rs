@@ -3,7 +3,7 @@
 mod dynamics;
 mod lam;
 pub(crate) mod progress;
-mod registered;
+pub(crate) mod registered;
 pub(crate) mod report;
 pub(crate) mod run_args;
 mod tokenizer;

@@ -1,7 +1,7 @@
 //! `jinn graph train`: train a link predictor with the shared loop.
 
 use crate::train::progress::TrainProgress;
-use crate::train::report::{check_fresh_out, print_summary};
+use crate::train::report::check_fresh_out;
 use crate::train::run_args::{run_options, RunArgs};
 use anyhow::Context;
 use burn::tensor::Device;
@@ -30,26 +30,22 @@ pub fn train(
     device: &Device,
 ) -> anyhow::Result<(RunSummary, f64)> {
     check_fresh_out(out, resume)?;
-    let graph =
-        Arc::new(KnowledgeGraph::load(data).with_context(|| format!("loading graph {}", data.display()))?);
-    let mut task = GraphTask::new(cfg, graph, device)?;
+    let mut task = graph_task(cfg, data, device)?;
     let opts = run_options(out.to_path_buf(), cfg, resume, stop_at);
     let t = Instant::now();
     let summary = run_observed(&mut task, &cfg.train, &opts, &mut TrainProgress::new())?;
     Ok((summary, t.elapsed().as_secs_f64()))
 }
 
-/// Train, then print the step count, the time per step and the last metrics.
+/// The link-prediction task of `cfg` on the graph in `data`.
+pub fn graph_task(cfg: &GraphRunConfig, data: &Path, device: &Device) -> anyhow::Result<GraphTask> {
+    let graph =
+        Arc::new(KnowledgeGraph::load(data).with_context(|| format!("loading graph {}", data.display()))?);
+    Ok(GraphTask::new(cfg, graph, device)?)
+}
+
+/// `jinn train graph`: the registered task, trained with progress; prints the step count, the
+/// time per step and the last metrics.
 pub fn run(GraphTrainArgs { run: a }: GraphTrainArgs) -> anyhow::Result<()> {
-    let cfg: GraphRunConfig = a.load_config()?;
-    tracing::info!(
-        "training a {:?} graph model for {} steps on {} into {}",
-        cfg.model.kind,
-        cfg.train.steps,
-        a.device,
-        a.out.display()
-    );
-    let device = a.device.device().autodiff();
-    let (summary, secs) = train(&cfg, &a.data, &a.out, a.resume, a.stop_at, &device)?;
-    print_summary(&summary, secs, &a.out)
+    crate::train::registered::train("graph", &a, Ok)
 }

@@ -1,8 +1,7 @@
 //! `jinn lm train`: tokenize the corpus into shards in `<out>/data` (kept for resume and
 //! `jinn lm eval`), then train with the shared loop.
 
-use crate::train::progress::TrainProgress;
-use crate::train::report::{check_fresh_out, print_summary};
+use crate::train::report::check_fresh_out;
 use crate::train::run_args::{run_options, RunArgs};
 use anyhow::Context;
 use burn::tensor::Device;
@@ -37,38 +36,34 @@ pub fn train(
     observer: &mut dyn RunObserver,
 ) -> anyhow::Result<(RunSummary, f64, LmTask)> {
     check_fresh_out(out, resume)?;
-    let shards =
-        LmData::prepare(data, &cfg.data.tokenizer, cfg.data.val_docs, cfg.data.split_seed, &shard_dir(out))
-            .with_context(|| format!("preparing token shards of {}", data.display()))?;
-    tracing::info!(
-        "{} train tokens ({} docs), {} val tokens ({} docs: {})",
-        shards.meta.train.tokens,
-        shards.meta.train.docs.len(),
-        shards.meta.val.tokens,
-        shards.meta.val.docs.len(),
-        shards.meta.val.docs.join(", ")
-    );
-    let mut task = LmTask::new(cfg, shards, device)?;
+    let mut task = lm_task(cfg, data, out, device)?;
     let opts = run_options(out.to_path_buf(), cfg, resume, stop_at);
     let t = Instant::now();
     let summary = run_observed(&mut task, &cfg.train, &opts, observer)?;
     Ok((summary, t.elapsed().as_secs_f64(), task))
 }
 
-/// Train with a progress bar, then print the step count, the time per step and the last metrics.
-pub fn run(LmTrainArgs { run: a }: LmTrainArgs) -> anyhow::Result<()> {
-    let cfg: LmRunConfig = a.load_config()?;
+/// The LM task of `cfg` on the corpus `data`, its token shards prepared in `out/data` (kept
+/// for resume and `jinn lm eval`).
+pub fn lm_task(cfg: &LmRunConfig, data: &Path, out: &Path, device: &Device) -> anyhow::Result<LmTask> {
+    let shards =
+        LmData::prepare(data, &cfg.data.tokenizer, cfg.data.val_docs, cfg.data.split_seed, &shard_dir(out))
+            .with_context(|| format!("preparing token shards of {}", data.display()))?;
     tracing::info!(
-        "training a {:?} LM ({} blocks, width {}) for {} steps on {} into {}",
-        cfg.model.arch,
+        "{} train tokens ({} docs), {} val tokens ({} docs: {}); {} blocks of width {}",
+        shards.meta.train.tokens,
+        shards.meta.train.docs.len(),
+        shards.meta.val.tokens,
+        shards.meta.val.docs.len(),
+        shards.meta.val.docs.join(", "),
         cfg.model.depth,
         cfg.model.d_model,
-        cfg.train.steps,
-        a.device,
-        a.out.display()
     );
-    let device = a.device.device().autodiff();
-    let mut progress = TrainProgress::new(); // a bar on a terminal, log lines otherwise
-    let (summary, secs, _) = train(&cfg, &a.data, &a.out, a.resume, a.stop_at, &device, &mut progress)?;
-    print_summary(&summary, secs, &a.out)
+    Ok(LmTask::new(cfg, shards, device)?)
+}
+
+/// `jinn train lm`: the registered task, trained with a progress bar; prints the step count,
+/// the time per step and the last metrics.
+pub fn run(LmTrainArgs { run: a }: LmTrainArgs) -> anyhow::Result<()> {
+    crate::train::registered::train("lm", &a, Ok)
 }

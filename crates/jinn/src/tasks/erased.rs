@@ -4,7 +4,9 @@
 
 use anyhow::Context;
 use jinn_data::FrameShape;
+use jinn_graph::GraphRunConfig;
 use jinn_nn::warm_pool::WarmPool;
+use jinn_text::lm::LmRunConfig;
 use jinn_train::checkpoint::{write_checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::train_loop::{
@@ -27,18 +29,21 @@ pub trait RunConfig: Any {
     /// Frames the model sees, where the config says (the dynamics take theirs from the
     /// tokenizer run).
     fn frames(&self) -> Option<FrameShape>;
-    /// Clip length `data.seq_len`.
-    fn seq_len(&self) -> usize;
+    /// Clip length `data.seq_len` of a world-model task.
+    fn seq_len(&self) -> Option<usize>;
     /// The resolved config as JSON (what checkpoints store).
     fn to_json(&self) -> serde_json::Value;
     /// For downcasting to the concrete config.
     fn as_any(&self) -> &dyn Any;
 }
 
-/// [`RunConfig`] for a run config type with `train` and `data` sections, given how it names
-/// its kind and frames.
+/// [`RunConfig`] for a run config type with a `train` section, given how it names its kind,
+/// frames and clip length.
 macro_rules! run_config {
     ($config:ty, kind: |$k:ident| $kind:expr, frames: |$f:ident| $frames:expr) => {
+        run_config!($config, kind: |$k| $kind, frames: |$f| $frames, seq_len: |c| Some(c.data.seq_len));
+    };
+    ($config:ty, kind: |$k:ident| $kind:expr, frames: |$f:ident| $frames:expr, seq_len: |$s:ident| $seq_len:expr) => {
         impl RunConfig for $config {
             fn train(&self) -> &TrainConfig {
                 &self.train
@@ -54,8 +59,9 @@ macro_rules! run_config {
                 let $f = self;
                 $frames
             }
-            fn seq_len(&self) -> usize {
-                self.data.seq_len
+            fn seq_len(&self) -> Option<usize> {
+                let $s = self;
+                $seq_len
             }
             fn to_json(&self) -> serde_json::Value {
                 jinn_train::config::to_json(self)
@@ -71,10 +77,17 @@ run_config!(TokenizerRunConfig, kind: |c| c.model.kind().to_string(), frames: |c
 run_config!(LamRunConfig, kind: |_c| "lam".into(), frames: |c| Some(c.model.coder.frames()));
 // The dynamics kind as configs spell it (`maskgit`, `causal`, `diffusion`); the frames come
 // from the tokenizer run.
-run_config!(DynamicsRunConfig, kind: |c| match jinn_train::config::to_json(&c.model.kind) {
-    serde_json::Value::String(s) => s,
-    other => other.to_string(),
-}, frames: |_c| None);
+run_config!(DynamicsRunConfig, kind: |c| spelling(&c.model.kind), frames: |_c| None);
+run_config!(LmRunConfig, kind: |c| spelling(&c.model.arch), frames: |_c| None, seq_len: |_c| None);
+run_config!(GraphRunConfig, kind: |c| spelling(&c.model.kind), frames: |_c| None, seq_len: |_c| None);
+
+/// A kind as configs spell it (`maskgit`, `rsf`, `rotation`, …): its serde name.
+fn spelling(kind: &impl serde::Serialize) -> String {
+    match jinn_train::config::to_json(kind) {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
 
 /// What `jinn train` and `jinn bench train` do with a built task, for every model alike.
 pub trait AnyTask {

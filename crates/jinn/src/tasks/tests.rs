@@ -3,9 +3,11 @@ use super::*;
 #[test]
 fn every_row_loads_a_config_of_its_own_kind() {
     for e in TASKS {
+        // The LM names its kind `model.arch`.
+        let key = if e.task == "lm" { "model.arch" } else { "model.kind" };
         let sets = match e.task == e.kind {
             true => vec![],
-            false => vec![format!("model.kind={}", e.kind)],
+            false => vec![format!("{key}={}", e.kind)],
         };
         let cfg = (e.load)(None, &sets).unwrap();
         assert_eq!(cfg.kind(), e.kind, "row {}/{}", e.task, e.kind);
@@ -25,13 +27,13 @@ fn rows_are_unique_and_tasks_contiguous() {
             a.kind
         );
     }
-    assert_eq!(task_names(), ["tokenizer", "lam", "dynamics"]);
+    assert_eq!(task_names(), ["tokenizer", "lam", "dynamics", "lm", "graph"]);
 }
 
 #[test]
 fn unknown_tasks_and_kinds_are_errors_naming_them() {
     let err = load_config("flow", None, &[]).err().unwrap().to_string();
-    assert!(err.contains("`flow`") && err.contains("tokenizer, lam, dynamics"), "{err}");
+    assert!(err.contains("`flow`") && err.contains("tokenizer, lam, dynamics, lm, graph"), "{err}");
     let cfg = load_config("lam", None, &[]).unwrap();
     let inputs = TaskInputs::new(Path::new("/nonexistent"), Device::flex());
     let err = build("tokenizer", cfg.as_ref(), &inputs).err().unwrap().to_string();

@@ -1,4 +1,4 @@
-//! Running a registered world-model task ([`crate::tasks`]): load its run config, build it,
+//! Running a registered task ([`crate::tasks`]): load its run config, build it,
 //! train it with progress on stderr, print the summary.
 
 use super::progress::TrainProgress;
@@ -16,7 +16,8 @@ pub fn train<'a>(
 ) -> anyhow::Result<()> {
     let cfg = tasks::load_config(task, a.config.as_deref(), &a.overrides)?;
     check_fresh_out(&a.out, a.resume)?;
-    let inputs = inputs(TaskInputs::new(&a.data, a.device.device().autodiff()))?;
+    let inputs =
+        inputs(TaskInputs { out: Some(&a.out), ..TaskInputs::new(&a.data, a.device.device().autodiff()) })?;
     let mut built = tasks::build(task, cfg.as_ref(), &inputs)?;
     let train = cfg.train();
     tracing::info!(

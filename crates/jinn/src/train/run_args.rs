@@ -38,11 +38,6 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// Load the run config (`--config`, then every `--set`).
-    pub fn load_config<C: serde::de::DeserializeOwned + Serialize + Default>(&self) -> anyhow::Result<C> {
-        Ok(jinn_train::config::load(self.config.as_deref(), &self.overrides)?)
-    }
-
     /// Loop options for a run into `--out` that stores `cfg` as its config.
     pub fn run_options<C: Serialize>(&self, cfg: &C) -> RunOptions {
         run_options(self.out.clone(), cfg, self.resume, self.stop_at)

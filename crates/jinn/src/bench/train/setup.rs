@@ -44,9 +44,10 @@ pub(super) fn registered(
     let mut cfg = tasks::load_config(task, a.config.as_deref(), &a.overrides)?;
     prepare_train(cfg.train_mut(), a);
     let frames = cfg.frames().context("the task's config names no frame size")?;
-    let data = data_dir(a, tmp, frames, cfg.seq_len())?;
+    let seq_len = cfg.seq_len().context("the task's config names no clip length")?;
+    let data = data_dir(a, tmp, frames, seq_len)?;
     let built = tasks::build(task, cfg.as_ref(), &TaskInputs::new(&data, device))?;
-    println!("{}; {}", describe(cfg.as_ref()), describe_run(cfg.train(), cfg.seq_len(), a));
+    println!("{}; {}", describe(cfg.as_ref()), describe_run(cfg.train(), seq_len, a));
     Ok((built.task, cfg.train().clone()))
 }
 
