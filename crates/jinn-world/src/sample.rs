@@ -114,8 +114,8 @@ pub fn sample(
     let [b, c, n] = context.dims();
     let device = context.device();
     let la = actions.dims()[2];
-    if c == 0 || frames <= c || actions.dims() != [b, frames - 1, la] {
-        // The unwindowed sampler names what is wrong.
+    if b == 0 || n == 0 || c == 0 || frames <= c || actions.dims() != [b, frames - 1, la] {
+        // The unwindowed sampler names what is wrong (or has nothing to slide over).
         return sample_within(
             dynamics,
             context,
