@@ -1,6 +1,7 @@
-//! A world trained here steers where a person plays it. Breakout at 32×32: a tiny VQ tokenizer
-//! and a MaskGIT dynamics trained on the recorded actions (`--actions gt`), about a minute of
-//! training. Then
+//! A world trained here steers where a person plays it. Breakout at 64×64: a tiny VQ tokenizer
+//! and a MaskGIT dynamics trained on the recorded actions (`--actions gt`), about two minutes of
+//! training: long enough that steering does not hang on rounding (see docs/evaluating-worlds.md).
+//! Then
 //! * over a real socket: `jinn eval play` serves the model on loopback, holds the keys the play
 //!   page binds to left and right for 8 steps each from several dataset frames, and reads the
 //!   paddle off the returned frames;
@@ -22,7 +23,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
 
-const SIZE: usize = 32;
+const SIZE: usize = 64;
 const SHAPE: FrameShape = FrameShape { height: SIZE, width: SIZE, channels: 3 };
 /// Steps each key is held.
 const HOLD: usize = 8;
@@ -70,7 +71,7 @@ fn train_world(dir: &Path) -> std::path::PathBuf {
     };
     #[rustfmt::skip]
     let tokenizer = [
-        format!("model.height={SIZE}"), format!("model.width={SIZE}"), "model.patch=4".into(),
+        format!("model.height={SIZE}"), format!("model.width={SIZE}"), "model.patch=8".into(),
         "model.model_dim=32".into(), "model.ffn_dim=64".into(), "model.num_heads=2".into(),
         "model.encoder_blocks=1".into(), "model.decoder_blocks=1".into(), "model.num_codes=64".into(),
         "data.seq_len=4".into(),
@@ -98,7 +99,7 @@ fn train_world(dir: &Path) -> std::path::PathBuf {
         "--data".into(), p(&data), "--tokenizer".into(), p(&tok), "--actions".into(), "gt".into(),
         "--out".into(), p(&dyn_run),
     ];
-    let args = with_sets(with_sets(args, &dynamics), &schedule(1200));
+    let args = with_sets(with_sets(args, &dynamics), &schedule(2400));
     ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     dyn_run
 }
@@ -108,7 +109,7 @@ fn train_world(dir: &Path) -> std::path::PathBuf {
 fn steers_over_a_socket(dyn_run: &Path, data: &Path, out: &Path) -> Vec<Value> {
     #[rustfmt::skip]
     let report = ok(&["eval", "play", "--ckpt", dyn_run.to_str().unwrap(), "--data", data.to_str().unwrap(),
-                      "--starts", "6", "--hold", &HOLD.to_string(), "--play-steps", "4",
+                      "--starts", "10", "--hold", &HOLD.to_string(), "--play-steps", "4",
                       "--out", out.to_str().unwrap()]);
     eprintln!("{report}");
     assert!(report.contains("ArrowLeft = action 1 \"left\""), "{report}");

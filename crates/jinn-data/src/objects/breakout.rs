@@ -3,7 +3,7 @@
 use super::{inner, unmix, Pixels};
 use crate::envs::breakout::{
     brick_rect, life_rect, BACKGROUND, BALL, BALL_COLOR, BRICK_COLORS, BRICK_COLS, BRICK_ROWS, LIFE_COLOR,
-    PADDLE_COLOR, PADDLE_H, PADDLE_W, PADDLE_Y, PALETTE, SIDE_WALL, TOP_WALL,
+    PADDLE_COLOR, PADDLE_H, PADDLE_SPEED, PADDLE_W, PADDLE_Y, PALETTE, SIDE_WALL, TOP_WALL,
 };
 use crate::envs::raster::LOGICAL_SIZE;
 use crate::episode::FrameShape;
@@ -32,6 +32,11 @@ pub struct BreakoutObjects {
 pub fn breakout_paddle_range(shape: FrameShape) -> [f64; 2] {
     let px = |l: i32| l as f64 * shape.width as f64 / LOGICAL_SIZE as f64;
     [px(SIDE_WALL) + px(PADDLE_W) / 2.0, px(LOGICAL_SIZE - SIDE_WALL) - px(PADDLE_W) / 2.0]
+}
+
+/// How far (px) the paddle moves in one step of `left` or `right` in frames of `shape`.
+pub fn breakout_paddle_step(shape: FrameShape) -> f64 {
+    PADDLE_SPEED as f64 * shape.width as f64 / LOGICAL_SIZE as f64
 }
 
 /// Read the ball, paddle and bricks of a breakout frame, `[H, W, 3]` u8 of `shape`.

@@ -24,7 +24,7 @@ mod maze;
 #[cfg(test)]
 mod tests;
 
-pub use breakout::{breakout_paddle_range, detect_breakout, BreakoutObjects};
+pub use breakout::{breakout_paddle_range, breakout_paddle_step, detect_breakout, BreakoutObjects};
 pub use maze::{detect_maze, maze_displacement, MazeObjects};
 
 use crate::envs::raster::{to_pixels, Rgb};

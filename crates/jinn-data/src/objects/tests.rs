@@ -323,6 +323,24 @@ fn bad_frames_and_names_are_errors() {
 }
 
 #[test]
+fn one_paddle_step_moves_the_detected_paddle_by_the_step_length() {
+    for (h, w) in [(64, 64), (48, 80), (32, 32)] {
+        let shape = FrameShape { height: h, width: w, channels: 3 };
+        let mut game = Breakout::new(shape);
+        game.reset(5);
+        // From the middle, so that no wall stops the step.
+        while detect_breakout(&render(&game), shape).unwrap().paddle_x.unwrap() < w as f64 / 2.0 {
+            game.step(2).unwrap();
+        }
+        let x0 = detect_breakout(&render(&game), shape).unwrap().paddle_x.unwrap();
+        game.step(1).unwrap();
+        let x1 = detect_breakout(&render(&game), shape).unwrap().paddle_x.unwrap();
+        let step = breakout_paddle_step(shape);
+        assert!((x0 - x1 - step).abs() <= 0.5, "{h}x{w}: the paddle moved {} px, step {step}", x0 - x1);
+    }
+}
+
+#[test]
 fn the_paddle_range_ends_where_the_walls_stop_the_paddle() {
     for (h, w) in [(64, 64), (48, 80)] {
         let shape = FrameShape { height: h, width: w, channels: 3 };

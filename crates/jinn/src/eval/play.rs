@@ -4,7 +4,7 @@
 //! * **steering**: from start frames of a split, hold the key named `left` (then, from the
 //!   same start, `right`) for `--hold` steps; the paddle's position, read off the returned
 //!   frames by the object detector, must move that way (by ≥ 8 px of a 64-px frame, scaled to
-//!   the frame width, wherever the paddle has room);
+//!   the frame width, wherever the paddle has room for that and one more step);
 //! * **ball in play**: from frames where the ball is in flight, take `--play-steps` steps of
 //!   random keys; the share of frames showing a ball, beside the same share over the real
 //!   continuation of those episodes;
@@ -20,7 +20,8 @@ use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::objects::{
-    breakout_paddle_range, detect_breakout, off_palette_share, Game, DEFAULT_OFF_PALETTE_THRESHOLD,
+    breakout_paddle_range, breakout_paddle_step, detect_breakout, off_palette_share, Game,
+    DEFAULT_OFF_PALETTE_THRESHOLD,
 };
 use jinn_data::FrameShape;
 use jinn_serve::api::FrameReply;
@@ -85,7 +86,8 @@ pub struct SteeringTrial {
     pub left_dx: Option<f64>,
     /// Paddle displacement (px) after holding right.
     pub right_dx: Option<f64>,
-    /// Whether the paddle had room to move the required distance left / right.
+    /// Whether the paddle had room to move the required distance left / right, plus one
+    /// step (the wall stops it).
     pub room: [bool; 2],
 }
 
@@ -171,7 +173,10 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     let context = info.max_start_frames;
     let mut rng = jinn_data::rng::rng_for(a.seed, "eval-play", 0);
     let required_px = 8.0 * shape.width as f64 / 64.0;
+    // Room to move: the required distance plus one step before the wall stops the paddle, so
+    // a paddle the model drives against the wall is not judged on sub-pixel detail there.
     let [lo, hi] = breakout_paddle_range(shape);
+    let room_px = required_px + breakout_paddle_step(shape);
 
     // Steering: the same start, left then right.
     let mut steering = Vec::new();
@@ -201,7 +206,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
             paddle_x: x0,
             left_dx: left_end.map(|x| x - x0),
             right_dx: right_end.map(|x| x - x0),
-            room: [x0 - lo >= required_px, hi - x0 >= required_px],
+            room: [x0 - lo >= room_px, hi - x0 >= room_px],
         });
     }
     let mut tried = 0;

@@ -23,7 +23,7 @@ use burn::backend::{backend_extension, Autodiff, Backend, Dispatch, Flex};
 use burn::tensor::{Tensor, TensorData};
 
 use super::fill::par_fill;
-use super::math::{avx2_dispatch, dot, f32_storage, LANES};
+use super::math::{avx2_dispatch, dot, exp_f32, f32_storage, max, sum, LANES};
 
 /// Attention of the rows of `q` `[batch, seq_q, M]` over those of `k` and `v`
 /// `[batch, seq_k, M]`, in `heads` heads of `M / heads` features each (head-major, as the
@@ -345,13 +345,48 @@ fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<f32>
         return (vec![0.0; rows * width], vec![0.0; rows * heads * seq_k]);
     }
     let (stride, k_extent) = (shape.kv_stride, shape.extent(seq_k));
+    let keys_t = (seq_q >= TRANSPOSE_MIN_QUERIES).then(|| transpose_heads(shape, k));
+    let block = width * seq_k;
     let lens = [rows * width, rows * heads * seq_k];
     let ([out, weights], _) = par_fill(lens, [width, heads * seq_k], ROWS_PER_TASK, |r, [out, weights]| {
         let (b, i) = (r / seq_q, r % seq_q);
         let (k, v) = (&k[b * stride..][..k_extent], &v[b * stride..][..k_extent]);
-        row_forward(shape, i, Entry { q: &q[r * row_stride..][..width], k, v }, out, weights)
+        let keys_t = keys_t.as_deref().map(|kt| &kt[b * block..][..block]);
+        row_forward(shape, i, Entry { q: &q[r * row_stride..][..width], k, v }, keys_t, out, weights)
     });
     (out, weights)
+}
+
+/// Query rows from which the forward first transposes the keys: a transposed head lets one
+/// query's scores over all keys accumulate in vector registers (one pass over its `head_dim`
+/// features) instead of one horizontal dot product per key. A single query row (a sampler's
+/// step over a KV cache) reads the keys in place.
+const TRANSPOSE_MIN_QUERIES: usize = 4;
+
+/// The keys `k` (rows [`Shape::row_stride`] apart, entries [`Shape::kv_stride`] apart) as
+/// `[batch, heads, head_dim, seq_k]`.
+fn transpose_heads(shape: Shape, k: &[f32]) -> Vec<f32> {
+    let Shape { batch, seq_k, width, heads, row_stride, kv_stride, .. } = shape;
+    let d = shape.head_dim();
+    let block = width * seq_k;
+    let ([kt], _) = par_fill([batch * block], [block], 1, |b, [kt]| {
+        for h in 0..heads {
+            transpose_head(&k[b * kv_stride..], row_stride, h, d, &mut kt[h * d * seq_k..][..d * seq_k]);
+        }
+    });
+    kt
+}
+
+/// Head `h` (`d` features) of the rows of `block` (`stride` apart) into `dst` `[d, seq]`, where
+/// `seq = dst.len() / d`.
+#[inline(always)]
+fn transpose_head(block: &[f32], stride: usize, h: usize, d: usize, dst: &mut [f32]) {
+    let seq = dst.len() / d.max(1);
+    for j in 0..seq {
+        for (c, &x) in head_row(block, stride, j, h, d).iter().enumerate() {
+            dst[c * seq + j] = x;
+        }
+    }
 }
 
 /// The backward of [`attention_forward`] on separate contiguous operands: from `[q, k, v]`,
@@ -473,28 +508,49 @@ fn combine_block<'a, const N: usize>(out: &mut [f32], w: &[f32], row: impl Fn(us
 const ROWS_PER_TASK: usize = 8;
 
 avx2_dispatch! {
-    /// Query row `i` of one batch entry, every head: `entry.q` is that row, `out` its output
-    /// row and `weights` its `[heads, seq_k]` attention weights.
-    fn row_forward = row_forward_body(shape: Shape, i: usize, entry: Entry, out: &mut [f32], weights: &mut [f32])
+    /// Query row `i` of one batch entry, every head: `entry.q` is that row, `keys_t` the
+    /// entry's keys transposed (`[heads, head_dim, seq_k]`, see [`transpose_heads`]) when
+    /// given, `out` its output row and `weights` its `[heads, seq_k]` attention weights.
+    fn row_forward = row_forward_body(
+        shape: Shape,
+        i: usize,
+        entry: Entry,
+        keys_t: Option<&[f32]>,
+        out: &mut [f32],
+        weights: &mut [f32],
+    )
 }
 
 #[inline(always)]
-fn row_forward_body(shape: Shape, i: usize, entry: Entry, out: &mut [f32], weights: &mut [f32]) {
-    let (d, scale) = (shape.head_dim(), shape.scale());
+fn row_forward_body(
+    shape: Shape,
+    i: usize,
+    entry: Entry,
+    keys_t: Option<&[f32]>,
+    out: &mut [f32],
+    weights: &mut [f32],
+) {
+    let (d, scale, sk) = (shape.head_dim(), shape.scale(), shape.seq_k);
     let visible = shape.visible(i);
-    for (h, row) in weights.chunks_exact_mut(shape.seq_k).enumerate() {
+    for (h, row) in weights.chunks_exact_mut(sk).enumerate() {
         let qi = &entry.q[h * d..][..d];
-        let mut max = f32::NEG_INFINITY;
-        for (j, w) in row[..visible].iter_mut().enumerate() {
-            *w = scale * dot(qi, head_row(entry.k, shape.row_stride, j, h, d));
-            max = max.max(*w);
+        match keys_t {
+            // Every key's score (vectorised over keys); the hidden ones are zeroed below.
+            Some(kt) => combine_rows(row, qi, |c| &kt[(h * d + c) * sk..][..sk]),
+            None => {
+                for (j, w) in row[..visible].iter_mut().enumerate() {
+                    *w = dot(qi, head_row(entry.k, shape.row_stride, j, h, d));
+                }
+            }
         }
-        let mut total = 0.0f32;
-        for w in &mut row[..visible] {
-            *w = (*w - max).exp();
-            total += *w;
-        }
-        row[..visible].iter_mut().for_each(|w| *w /= total);
+        row[visible..].fill(0.0);
+        // Softmax over the visible keys, each pass vectorised.
+        let live = &mut row[..visible];
+        live.iter_mut().for_each(|w| *w *= scale);
+        let top = max(live);
+        live.iter_mut().for_each(|w| *w = exp_f32(*w - top));
+        let total = sum(live);
+        live.iter_mut().for_each(|w| *w /= total);
         combine_rows(&mut out[h * d..][..d], &row[..visible], |j| {
             head_row(entry.v, shape.row_stride, j, h, d)
         });
@@ -530,17 +586,18 @@ fn entry_backward_body(
     // visible, and every head has the same mask).
     let (mut ds_t, mut p_t) = (vec![0.0f32; sk * sq], vec![0.0f32; sk * sq]);
     let (mut dp, mut ds) = (vec![0.0f32; sk], vec![0.0f32; sk]);
+    // The head's values transposed, [head_dim, seq_k]: ∂P's row is then one vectorised pass.
+    let mut v_t = vec![0.0f32; d * sk];
     for h in 0..shape.heads {
+        transpose_head(entry.v, stride, h, d, &mut v_t);
         for i in 0..sq {
             let p = &weights[(i * shape.heads + h) * sk..][..sk];
             let visible = shape.visible(i);
             let gi = head_row(g, m, i, h, d);
-            // ∂P_ij = g_i·v_j, and the row's Σ_j P_ij ∂P_ij.
-            let mut centre = 0.0f32;
-            for (j, dpj) in dp[..visible].iter_mut().enumerate() {
-                *dpj = dot(gi, head_row(entry.v, stride, j, h, d));
-                centre += p[j] * *dpj;
-            }
+            // ∂P_ij = g_i·v_j (every key; the hidden ones are not read), and the row's
+            // Σ_j P_ij ∂P_ij.
+            combine_rows(&mut dp, gi, |c| &v_t[c * sk..][..sk]);
+            let centre: f32 = (0..visible).map(|j| p[j] * dp[j]).sum();
             for j in 0..visible {
                 ds[j] = p[j] * (dp[j] - centre) * scale;
                 ds_t[j * sq + i] = ds[j];

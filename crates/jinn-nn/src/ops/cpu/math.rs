@@ -59,6 +59,28 @@ pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lane_sums(a, b, b, |x, y, _| (x * y, 0.0)).0
 }
 
+/// `Σ a[i]` in [`LANES`] partial sums (see [`lane_sums`]).
+#[inline(always)]
+pub(super) fn sum(a: &[f32]) -> f32 {
+    lane_sums(a, a, a, |x, _, _| (x, 0.0)).0
+}
+
+/// `max a[i]` (−∞ for an empty slice) in [`LANES`] partial maxima, so the loop vectorises:
+/// `f32::max` treats NaN specially, which keeps a single running maximum scalar.
+#[inline(always)]
+pub(super) fn max(a: &[f32]) -> f32 {
+    let larger = |m: f32, x: f32| if x > m { x } else { m };
+    let chunks = a.chunks_exact(LANES);
+    let tail = chunks.remainder().iter().fold(f32::NEG_INFINITY, |m, &x| larger(m, x));
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    for chunk in chunks {
+        for lane in 0..LANES {
+            lanes[lane] = larger(lanes[lane], chunk[lane]);
+        }
+    }
+    lanes.into_iter().fold(tail, larger)
+}
+
 /// Defines `fn $name(args) -> R` that runs the `#[inline(always)]` function `$body(args)`
 /// compiled for AVX2 where the CPU has it (8 lanes instead of SSE2's 4; no FMA, so both builds
 /// round identically), else its baseline build.
