@@ -108,6 +108,11 @@ impl Breakout {
         self.bricks.get(row).and_then(|r| r.get(col)).copied().unwrap_or(false)
     }
 
+    /// True while the ball rests on the paddle, waiting for `fire`.
+    pub fn ball_resting(&self) -> bool {
+        self.attached
+    }
+
     /// Ball's top-left corner in logical units; the ball is 3×3 units.
     pub fn ball(&self) -> (i32, i32) {
         self.ball

@@ -15,15 +15,18 @@
 //! within half a pixel of the true position.
 //!
 //! - [`detect_breakout`]: ball (present, centre), paddle centre, bricks standing.
+//! - [`ball_events`]: where the ball leaves its course in a clip, and why.
 //! - [`detect_maze`], [`maze_displacement`]: coins in view, the view's move between frames.
 //! - [`off_palette_share`], [`calibrate_off_palette_threshold`]: how much of a frame is drawn
 //!   in colours the game never uses.
 
+mod ball_events;
 mod breakout;
 mod maze;
 #[cfg(test)]
 mod tests;
 
+pub use ball_events::{ball_events, BallEvent, BALL_EVENTS};
 pub use breakout::{breakout_paddle_range, breakout_paddle_step, detect_breakout, BreakoutObjects};
 pub use maze::{detect_maze, maze_displacement, MazeObjects};
 

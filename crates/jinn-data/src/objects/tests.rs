@@ -356,3 +356,75 @@ fn the_paddle_range_ends_where_the_walls_stop_the_paddle() {
         }
     }
 }
+
+/// The event the game's own state gives frame `t + 1` after `step`: the ball's logical move
+/// changed (or it was put back), and why.
+fn game_event(before: &Breakout, after: &Breakout, last_move: Option<(i32, i32)>) -> Option<BallEvent> {
+    let (b0, b1) = (before.ball(), after.ball());
+    let moved = (b1.0 - b0.0, b1.1 - b0.1);
+    if after.lives() < before.lives() {
+        return Some(BallEvent::Lost);
+    }
+    if before.ball_resting() {
+        return (!after.ball_resting()).then_some(BallEvent::Serve);
+    }
+    // Falling below the paddle (partly out of the frame), or on course.
+    let paddle_row = PADDLE_Y - BALL;
+    if b1.1 > paddle_row || last_move.is_none_or(|m| m == moved) {
+        return None;
+    }
+    Some(if after.bricks_left() < before.bricks_left() {
+        BallEvent::BrickHit
+    } else if b0.1 == paddle_row || b1.1 == paddle_row {
+        BallEvent::PaddleBounce
+    } else {
+        BallEvent::WallBounce
+    })
+}
+
+#[test]
+fn ball_events_read_off_frames_match_the_game() {
+    // Frames where a logical unit is at least a pixel (see `ball_events`).
+    for (h, w) in [(64, 64), (96, 96), (128, 128), (64, 128)] {
+        let shape = FrameShape { height: h, width: w, channels: 3 };
+        let (mut agree, mut frames) = (0usize, 0usize);
+        let mut seen = std::collections::HashMap::new();
+        for episode in 0..6u64 {
+            let mut game = Breakout::new(shape);
+            game.reset(episode);
+            let mut policy = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
+            let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
+            let mut truth = vec![None];
+            let mut last_move = None;
+            for _ in 0..600 {
+                let before = game.clone();
+                if game.step(policy.act()).unwrap().done {
+                    break;
+                }
+                truth.push(game_event(&before, &game, last_move));
+                let (b0, b1) = (before.ball(), game.ball());
+                last_move = (before.lives() == game.lives()).then_some((b1.0 - b0.0, b1.1 - b0.1));
+                track.push(detect_breakout(&render(&game), shape).unwrap());
+            }
+            let read = ball_events(&track, shape);
+            for (t, (r, g)) in read.iter().zip(&truth).enumerate() {
+                frames += 1;
+                agree += usize::from(r == g);
+                if let Some(e) = g {
+                    let (hit, all) = seen.entry(*e).or_insert((0usize, 0usize));
+                    *all += 1;
+                    *hit += usize::from(r == g);
+                }
+                if r != g {
+                    eprintln!("{h}x{w} episode {episode} frame {t}: read {r:?}, game {g:?}");
+                }
+            }
+        }
+        // Every kind occurs, and the reading agrees with the game on every frame.
+        for e in BALL_EVENTS {
+            let (hit, all) = seen.get(&e).copied().unwrap_or_default();
+            assert!(all >= 10 && hit == all, "{h}x{w} {e:?}: {hit} of {all} read");
+        }
+        assert_eq!(agree, frames, "{h}x{w}: frames where the reading and the game agree");
+    }
+}

@@ -10,12 +10,18 @@
 //!   where both show a ball), paddle-centre error in px, brick-count error;
 //! * maze — the view's **displacement** between consecutive frames (share of transitions whose
 //!   generated displacement differs from the true one) and the visible-coin count error;
+//! * breakout, by what the true ball did first after the context — kept its course, or was
+//!   served, bounced off the paddle, a wall or a brick, or lost ([`jinn_data::objects::ball_events`]):
+//!   the same ball scores over the frames from that event on, so a ball error can be traced to
+//!   the event it grew from; frames from a serve on count as serve frames, since the game draws
+//!   a serve's direction at random and no model can tell it from the frames before;
 //! * both — the share of **off-palette** pixels (colours the game never draws), to be read
 //!   against the same share in the tokenizer's reconstructions of real frames (blur is not an
 //!   artefact).
 
 use jinn_data::objects::{
-    detect_breakout, detect_maze, maze_displacement, off_palette_share, Game, DEFAULT_OFF_PALETTE_THRESHOLD,
+    ball_events, detect_breakout, detect_maze, maze_displacement, off_palette_share, BallEvent, Game,
+    BALL_EVENTS, DEFAULT_OFF_PALETTE_THRESHOLD,
 };
 use jinn_data::FrameShape;
 use serde::Serialize;
@@ -42,6 +48,9 @@ struct FrameTally {
 pub struct ObjectTally {
     game: Game,
     per_frame: Vec<FrameTally>,
+    /// Breakout: generated frames by the first true ball event after the context (index 0:
+    /// none yet, then [`BALL_EVENTS`] in order).
+    by_first_event: Vec<FrameTally>,
 }
 
 /// Object scores of generated frames (`None` where nothing could be measured, e.g. recall
@@ -78,12 +87,31 @@ pub struct ObjectMetrics {
     pub overall: ObjectScores,
     /// Per generated frame `0..G` (clip frame `C + i`).
     pub per_frame: Vec<ObjectScores>,
+    /// Breakout: over the generated frames grouped by what the true ball did first after the
+    /// context (empty for other games).
+    pub by_first_event: Vec<EventScores>,
+    /// Breakout: over every generated frame but the serve frames of `by_first_event`.
+    pub without_serves: Option<ObjectScores>,
+}
+
+/// Scores over the generated frames from a first true ball event on (see [`ObjectMetrics`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventScores {
+    /// The event; `None` for frames before any (the ball kept its course or rode the paddle).
+    pub event: Option<BallEvent>,
+    /// Their scores.
+    pub scores: ObjectScores,
 }
 
 impl ObjectTally {
     /// Empty sums for `frames` generated frames of `game`.
     pub fn new(game: Game, frames: usize) -> Self {
-        ObjectTally { game, per_frame: vec![FrameTally::default(); frames] }
+        let groups = if game == Game::Breakout { BALL_EVENTS.len() + 1 } else { 0 };
+        ObjectTally {
+            game,
+            per_frame: vec![FrameTally::default(); frames],
+            by_first_event: vec![FrameTally::default(); groups],
+        }
     }
 
     /// The game scored.
@@ -107,6 +135,17 @@ impl ObjectTally {
             &v[at * fb..(at + 1) * fb]
         }
         for bi in 0..b {
+            // Breakout: the true ball's events over the clip, context included (a course is
+            // read from the frames before).
+            let groups = match self.game {
+                Game::Breakout => {
+                    let track = (0..s)
+                        .map(|t| detect_breakout(frame(truth, fb, bi * s + t), shape))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    first_event_groups(&ball_events(&track, shape), context)
+                }
+                Game::Maze => Vec::new(),
+            };
             for t in context..s {
                 let (x, y) = (frame(truth, fb, bi * s + t), frame(generated, fb, bi * s + t));
                 let tally = &mut self.per_frame[t - context];
@@ -114,7 +153,11 @@ impl ObjectTally {
                 tally.off_palette += off_palette_share(y, shape, self.game, DEFAULT_OFF_PALETTE_THRESHOLD)?;
                 match self.game {
                     Game::Breakout => {
-                        add_breakout(tally, detect_breakout(x, shape)?, detect_breakout(y, shape)?)
+                        let (truth, made) = (detect_breakout(x, shape)?, detect_breakout(y, shape)?);
+                        add_breakout(tally, &truth, &made);
+                        let group = &mut self.by_first_event[groups[t - context]];
+                        group.frames += 1;
+                        add_breakout(group, &truth, &made);
                     }
                     Game::Maze => {
                         let prev_x = frame(truth, fb, bi * s + t - 1);
@@ -138,18 +181,51 @@ impl ObjectTally {
         for f in &self.per_frame {
             all.merge(f);
         }
+        let events = std::iter::once(None).chain(BALL_EVENTS.map(Some));
+        let without_serves = (!self.by_first_event.is_empty()).then(|| {
+            let mut kept = FrameTally::default();
+            for (event, tally) in events.clone().zip(&self.by_first_event) {
+                if event != Some(BallEvent::Serve) {
+                    kept.merge(tally);
+                }
+            }
+            kept.scores()
+        });
         ObjectMetrics {
+            without_serves,
             overall: all.scores(),
             per_frame: self.per_frame.iter().map(FrameTally::scores).collect(),
+            by_first_event: events
+                .zip(&self.by_first_event)
+                .map(|(event, tally)| EventScores { event, scores: tally.scores() })
+                .collect(),
         }
     }
+}
+
+/// For each generated frame `context..events.len()`, the group of the first event at or
+/// after `context` up to that frame (0 for none, else 1 + its index in [`BALL_EVENTS`]); a
+/// frame from a serve on is a serve frame whatever came first, since the serve's random
+/// direction sets the ball's error from there.
+fn first_event_groups(events: &[Option<BallEvent>], context: usize) -> Vec<usize> {
+    let mut first = None;
+    (context..events.len())
+        .map(|t| {
+            first = match (first, events[t]) {
+                (_, Some(BallEvent::Serve)) => Some(BallEvent::Serve),
+                (None, e) => e,
+                (f, _) => f,
+            };
+            first.map_or(0, |e| 1 + BALL_EVENTS.iter().position(|&k| k == e).expect("every event is listed"))
+        })
+        .collect()
 }
 
 /// Breakout: one pair of detections (truth, generated) into `tally`.
 fn add_breakout(
     tally: &mut FrameTally,
-    truth: jinn_data::objects::BreakoutObjects,
-    made: jinn_data::objects::BreakoutObjects,
+    truth: &jinn_data::objects::BreakoutObjects,
+    made: &jinn_data::objects::BreakoutObjects,
 ) {
     match (truth.ball, made.ball) {
         (Some(t), Some(m)) => {
@@ -275,6 +351,59 @@ mod tests {
         assert_eq!(m.overall.ball_recall, Some(1.0));
         let errs: Vec<f64> = m.per_frame.iter().map(|f| f.ball_error_median.unwrap()).collect();
         assert!(errs[0] >= 2.0 && errs.windows(2).all(|w| w[1] > w[0]), "{errs:?}");
+    }
+
+    #[test]
+    fn frames_are_grouped_by_the_first_true_event_and_serves_take_over() {
+        use BallEvent::*;
+        let events = [None, Some(WallBounce), None, Some(BrickHit), None, Some(Serve), None, Some(Lost)];
+        let group = |e: BallEvent| 1 + BALL_EVENTS.iter().position(|&k| k == e).unwrap();
+        // From context 2: frame 2 has no event yet, the brick hit of frame 3 is the first, the
+        // serve of frame 5 takes over, the loss of frame 7 does not.
+        let expected = [0, group(BrickHit), group(BrickHit), group(Serve), group(Serve), group(Serve)];
+        assert_eq!(first_event_groups(&events, 2), expected);
+        assert_eq!(first_event_groups(&events, 1)[..2], [group(WallBounce), group(WallBounce)]);
+        assert!(first_event_groups(&events, 8).is_empty());
+    }
+
+    #[test]
+    fn the_groups_of_a_clip_cover_its_generated_frames_and_keep_their_errors() {
+        // Long clips, so that the ball meets walls and the paddle moves it.
+        let (b, s, c) = (2, 24, 2);
+        let truth = clips(b, s);
+        let fb = SHAPE.frame_bytes();
+        let mut copy = truth.clone();
+        for bi in 0..b {
+            let last = (bi * s + c - 1) * fb;
+            for t in c..s {
+                copy.copy_within(last..last + fb, (bi * s + t) * fb);
+            }
+        }
+        for (made, exact) in [(&truth, true), (&copy, false)] {
+            let mut tally = ObjectTally::new(Game::Breakout, s - c);
+            tally.add(&truth, made, SHAPE, [b, s], c).unwrap();
+            let m = tally.finish();
+            assert_eq!(m.by_first_event.len(), BALL_EVENTS.len() + 1);
+            let frames: usize = m.by_first_event.iter().map(|g| g.scores.frames).sum();
+            assert_eq!(frames, b * (s - c));
+            // The fired ball flies on course first, then meets something.
+            assert!(m.by_first_event[0].scores.frames > 0);
+            assert!(m.by_first_event[1..].iter().any(|g| g.scores.frames > 0));
+            for g in &m.by_first_event {
+                if let (true, Some(e)) = (exact, g.scores.ball_error_p90) {
+                    assert_eq!(e, 0.0, "{:?}", g.event);
+                }
+            }
+            let without = m.without_serves.unwrap();
+            let serve_frames = m.by_first_event
+                [1 + BALL_EVENTS.iter().position(|&e| e == BallEvent::Serve).unwrap()]
+            .scores
+            .frames;
+            assert_eq!(without.frames + serve_frames, b * (s - c));
+            if !exact {
+                assert!(without.ball_error_p90.unwrap() > 2.0, "{without:?}");
+            }
+        }
     }
 
     #[test]

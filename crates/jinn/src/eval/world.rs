@@ -9,7 +9,7 @@ use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::objects::Game;
-use jinn_world::world_eval::objects::ObjectScores;
+use jinn_world::world_eval::objects::{EventScores, ObjectScores};
 use jinn_world::world_eval::WorldObjectMetrics;
 use jinn_world::{load_world, DynamicsKind, WorldEval, WorldEvalConfig, WorldMetrics};
 use std::path::PathBuf;
@@ -313,4 +313,27 @@ pub fn print_object_table(o: &WorldObjectMetrics) {
     }
     println!("  targets: ball recall ≥ 0.9, hallucination ≤ 0.05, ball error median ≤ 3 px and p90 ≤ 8 px,");
     println!("  paddle error median ≤ 1 px; errors in px of the frame, brick error in bricks");
+    print_ball_by_event(&o.rollout.by_first_event, o.rollout.without_serves.as_ref());
+}
+
+/// The model rollout's ball scores by what the true ball did first after the context.
+fn print_ball_by_event(groups: &[EventScores], without_serves: Option<&ObjectScores>) {
+    if groups.is_empty() {
+        return;
+    }
+    println!("  model rollout's ball, from what the true ball did first after the context on:");
+    println!("  {:<26} {:>7} {:>7} {:>9} {:>8}", "", "frames", "recall", "err med", "err p90");
+    let rows = groups.iter().map(|g| (g.event.map_or("kept its course", |e| e.label()), &g.scores));
+    for (name, r) in rows.chain(without_serves.map(|r| ("all but serve frames", r))) {
+        println!(
+            "  {name:<26} {:>7} {:>7} {:>9} {:>8}",
+            r.frames,
+            fmt_share(r.ball_recall),
+            fmt_px(r.ball_error_median),
+            fmt_px(r.ball_error_p90)
+        );
+    }
+    println!(
+        "  (frames from a serve on count as serve frames: the game draws a serve's direction at random)"
+    );
 }

@@ -1,0 +1,144 @@
+//! What the breakout ball does between frames, read off the detections of consecutive frames:
+//! where it leaves its course, and why (served, bounced off the paddle, a wall or a brick, or
+//! lost). A world model's ball error grows from such events, and they differ in kind: a
+//! serve's direction is drawn at random by the game, so no model predicts it from the frames
+//! and actions, while a bounce follows from what the frames show.
+//!
+//! The game moves the ball by whole logical units (at most 2 a step, 3 while it rides the
+//! paddle), so a course is a constant velocity between frames; a change of more than half a
+//! logical unit on either axis is an event. Events are read reliably where a logical unit is
+//! at least one pixel (frames 64 px or more on each side); smaller frames blur the ball's
+//! centre by about as much as the smallest change.
+
+use super::breakout::BreakoutObjects;
+use crate::envs::breakout::{BALL, PADDLE_Y};
+use crate::envs::raster::LOGICAL_SIZE;
+use crate::episode::FrameShape;
+use serde::Serialize;
+
+/// Why the ball left its course on arriving at a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BallEvent {
+    /// Launched from resting on the paddle (`fire`), in a direction the game draws at random.
+    Serve,
+    /// Bounced off the paddle (its angle set by where on the paddle it lands).
+    PaddleBounce,
+    /// Bounced off a wall (sides or top).
+    WallBounce,
+    /// Broke a brick (the frame shows one brick fewer) and bounced.
+    BrickHit,
+    /// Fell past the paddle: it vanishes, or comes back resting on the paddle.
+    Lost,
+}
+
+/// Every [`BallEvent`], in the order reports list them.
+pub const BALL_EVENTS: [BallEvent; 5] =
+    [BallEvent::Serve, BallEvent::PaddleBounce, BallEvent::WallBounce, BallEvent::BrickHit, BallEvent::Lost];
+
+impl BallEvent {
+    /// A short label for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            BallEvent::Serve => "serve",
+            BallEvent::PaddleBounce => "paddle bounce",
+            BallEvent::WallBounce => "wall bounce",
+            BallEvent::BrickHit => "brick hit",
+            BallEvent::Lost => "lost",
+        }
+    }
+}
+
+/// For each frame `t` of a clip's detections (`track`, consecutive frames of `shape`), the
+/// event by which the ball reached frame `t` from frame `t − 1`; `None` where it kept its course
+/// (moved as between the two frames before, or rode the paddle), where no ball is seen, and
+/// at frame 0.
+pub fn ball_events(track: &[BreakoutObjects], shape: FrameShape) -> Vec<Option<BallEvent>> {
+    let unit = [shape.width as f64 / LOGICAL_SIZE as f64, shape.height as f64 / LOGICAL_SIZE as f64];
+    // Pixel row r is at y = r, so a shape's centre sits half a pixel above its logical centre.
+    let rest_y = (PADDLE_Y as f64 - BALL as f64 / 2.0) * unit[1] - 0.5;
+    let reading = Reading { unit, rest_y };
+    (0..track.len()).map(|t| reading.event(track, t)).collect()
+}
+
+/// Logical units in pixels, and the centre row of a ball resting on the paddle.
+struct Reading {
+    unit: [f64; 2],
+    rest_y: f64,
+}
+
+impl Reading {
+    /// Velocity (px per frame) from `a` to `b`.
+    fn velocity(a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
+        [b[0] - a[0], b[1] - a[1]]
+    }
+
+    /// Whether `v` is within half a logical unit of `w` on both axes.
+    fn same(&self, v: [f64; 2], w: [f64; 2]) -> bool {
+        (0..2).all(|i| (v[i] - w[i]).abs() <= self.unit[i] / 2.0)
+    }
+
+    /// Whether a vertical velocity is zero (within half a unit).
+    fn still(&self, vy: f64) -> bool {
+        vy.abs() <= self.unit[1] / 2.0
+    }
+
+    /// Whether a ball centred at `c` sits at the height of a ball resting on the paddle.
+    fn resting(&self, c: [f64; 2]) -> bool {
+        (c[1] - self.rest_y).abs() <= self.unit[1] / 2.0
+    }
+
+    /// Whether `v` is farther than the ball ever moves in a step (3 units riding the paddle,
+    /// 2 in flight): the ball was put back on the paddle.
+    fn jump(&self, v: [f64; 2]) -> bool {
+        v[0].abs() > 3.5 * self.unit[0] || v[1].abs() > 2.5 * self.unit[1]
+    }
+
+    fn event(&self, track: &[BreakoutObjects], t: usize) -> Option<BallEvent> {
+        let ball = |i: usize| track[i].ball;
+        if t == 0 {
+            return None;
+        }
+        let (a, b) = match (ball(t - 1), ball(t)) {
+            (Some(_), None) => return Some(BallEvent::Lost),
+            (None, _) => return None,
+            (Some(a), Some(b)) => (a, b),
+        };
+        let v2 = Self::velocity(a, b);
+        if self.jump(v2) {
+            return Some(BallEvent::Lost);
+        }
+        if b[1] > self.rest_y + self.unit[1] {
+            // Below the paddle, falling out of the frame (its centre, of the part still in
+            // the frame, moves less than the ball): lost once it is put back.
+            return None;
+        }
+        // The course the ball came in on; unknown after a frame without it or a jump.
+        let v1 =
+            (t >= 2).then(|| ball(t - 2)).flatten().map(|p| Self::velocity(p, a)).filter(|v| !self.jump(*v));
+        let Some(v1) = v1 else {
+            // A ball just put back on the paddle that leaves it upwards is served.
+            return (self.resting(a) && v2[1] < -self.unit[1] / 2.0).then_some(BallEvent::Serve);
+        };
+        if self.same(v1, v2) {
+            return None;
+        }
+        if v1[1] > 0.0 && (self.resting(a) || self.resting(b)) {
+            // Came down onto the paddle: stops there this frame, or turns there part-way.
+            return Some(BallEvent::PaddleBounce);
+        }
+        if self.resting(a) {
+            if self.still(v1[1]) && self.still(v2[1]) {
+                return None; // rides the paddle, moving with it
+            }
+            if self.still(v1[1]) && v2[1] < 0.0 {
+                // Leaves the paddle from standing: served, unless it had come down onto the
+                // paddle the frame before (a bounce that pauses one frame on the paddle).
+                let came_down = t >= 3
+                    && matches!((ball(t - 3), ball(t - 2)), (Some(q), Some(p)) if p[1] - q[1] > self.unit[1] / 2.0);
+                return Some(if came_down { BallEvent::PaddleBounce } else { BallEvent::Serve });
+            }
+        }
+        Some(if track[t].bricks < track[t - 1].bricks { BallEvent::BrickHit } else { BallEvent::WallBounce })
+    }
+}
