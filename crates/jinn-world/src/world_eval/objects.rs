@@ -317,6 +317,19 @@ mod tests {
         out
     }
 
+    /// `truth` `[b, s, 64, 64, 3]` with every frame from `c` on a copy of frame `c − 1`.
+    fn copy_last_context_frame(truth: &[u8], [b, s]: [usize; 2], c: usize) -> Vec<u8> {
+        let fb = SHAPE.frame_bytes();
+        let mut copy = truth.to_vec();
+        for bi in 0..b {
+            let last = (bi * s + c - 1) * fb;
+            for t in c..s {
+                copy.copy_within(last..last + fb, (bi * s + t) * fb);
+            }
+        }
+        copy
+    }
+
     #[test]
     fn the_truth_scores_perfectly_and_a_copy_of_the_last_frame_loses_the_moving_ball() {
         let (b, s, c) = (2, 6, 2);
@@ -337,14 +350,7 @@ mod tests {
 
         // Every generated frame a copy of the last context frame: the ball is seen, but where
         // it was; the ball moves 2 px a step vertically, so the error grows by frame.
-        let fb = SHAPE.frame_bytes();
-        let mut copy = truth.clone();
-        for bi in 0..b {
-            let last = (bi * s + c - 1) * fb;
-            for t in c..s {
-                copy.copy_within(last..last + fb, (bi * s + t) * fb);
-            }
-        }
+        let copy = copy_last_context_frame(&truth, [b, s], c);
         let mut stale = ObjectTally::new(Game::Breakout, s - c);
         stale.add(&truth, &copy, SHAPE, [b, s], c).unwrap();
         let m = stale.finish();
@@ -371,14 +377,7 @@ mod tests {
         // Long clips, so that the ball meets walls and the paddle moves it.
         let (b, s, c) = (2, 24, 2);
         let truth = clips(b, s);
-        let fb = SHAPE.frame_bytes();
-        let mut copy = truth.clone();
-        for bi in 0..b {
-            let last = (bi * s + c - 1) * fb;
-            for t in c..s {
-                copy.copy_within(last..last + fb, (bi * s + t) * fb);
-            }
-        }
+        let copy = copy_last_context_frame(&truth, [b, s], c);
         for (made, exact) in [(&truth, true), (&copy, false)] {
             let mut tally = ObjectTally::new(Game::Breakout, s - c);
             tally.add(&truth, made, SHAPE, [b, s], c).unwrap();
