@@ -6,7 +6,9 @@
 //!
 //! The game moves the ball by whole logical units (at most 2 a step, 3 while it rides the
 //! paddle), so a course is a constant velocity between frames; a change of more than half a
-//! logical unit on either axis is an event. Events are read reliably where a logical unit is
+//! logical unit on either axis is an event. A move cut short by a collision part-way through a
+//! step shows as a second change on the next frame; reports that tag frames by the first event
+//! since a point count it once. Events are read reliably where a logical unit is
 //! at least one pixel (frames 64 px or more on each side); smaller frames blur the ball's
 //! centre by about as much as the smallest change.
 
