@@ -189,6 +189,68 @@ pub fn normalise<T: Serialize + DeserializeOwned>(stored: &serde_json::Value) ->
     serde_json::from_value::<T>(stored.clone()).map(|c| to_json(&c)).unwrap_or_else(|_| stored.clone())
 }
 
+/// A kind-tagged config section's fields, with its `kind` taken out and read as a `K`
+/// (`K`'s default when absent).
+pub fn take_kind<K: DeserializeOwned + Default>(
+    mut fields: serde_json::Map<String, serde_json::Value>,
+) -> std::result::Result<(K, serde_json::Map<String, serde_json::Value>), String> {
+    let kind = match fields.remove("kind") {
+        Some(k) => serde_json::from_value(k).map_err(|e| format!("kind: {e}"))?,
+        None => K::default(),
+    };
+    Ok((kind, fields))
+}
+
+/// `config` (a kind-tagged section) as a JSON object without its `kind`.
+pub fn fields_without_kind<T: Serialize>(config: &T) -> serde_json::Map<String, serde_json::Value> {
+    match to_json(config) {
+        serde_json::Value::Object(mut fields) => {
+            fields.remove("kind");
+            fields
+        }
+        other => panic!("a kind-tagged config serialises to an object, not {other}"),
+    }
+}
+
+/// The fields of a kind-tagged config section (its `kind` key removed), checked against the
+/// kind's own fields `own` (its default config as JSON). A key of another kind (in one of
+/// `others`) that holds that kind's default is dropped: configs resolve over the default
+/// kind's defaults, and stored configs may carry every kind's fields. Such a key set to
+/// anything else, or a key no kind has, is an error naming it; `what` names the section
+/// ("tokenizer", "dynamics").
+pub fn own_kind_fields(
+    mut fields: serde_json::Map<String, serde_json::Value>,
+    kind: &str,
+    what: &str,
+    own: &serde_json::Map<String, serde_json::Value>,
+    others: &[serde_json::Map<String, serde_json::Value>],
+) -> std::result::Result<serde_json::Map<String, serde_json::Value>, String> {
+    let foreign: Vec<String> = fields.keys().filter(|k| !own.contains_key(*k)).cloned().collect();
+    for key in foreign {
+        let defaults: Vec<&serde_json::Value> = others.iter().filter_map(|o| o.get(&key)).collect();
+        if defaults.is_empty() {
+            let known: Vec<&str> = own.keys().map(String::as_str).collect();
+            return Err(format!(
+                "unknown field `{key}` of a `{kind}` {what}, expected one of kind, {}",
+                known.join(", ")
+            ));
+        }
+        if !defaults.iter().any(|d| same_value(d, &fields[&key])) {
+            return Err(format!("`{key}`: a `{kind}` {what} does not use it; remove it from the config"));
+        }
+        fields.remove(&key);
+    }
+    Ok(fields)
+}
+
+/// JSON equality with numbers compared by value (`1` equals `1.0`).
+fn same_value(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 fn to_table<T: Serialize>(value: &T) -> std::result::Result<Table, toml::ser::Error> {
     let text = toml::to_string(value)?;
     Ok(toml::from_str(&text).expect("toml round-trips its own output"))
@@ -357,6 +419,29 @@ mod tests {
         assert!(err.contains("is a table"), "{err}");
         let err = from_str::<RunCfg>("", "x", &set(&["train.steps"])).unwrap_err().to_string();
         assert!(err.contains("key=value"), "{err}");
+    }
+
+    #[test]
+    fn a_kind_keeps_its_own_fields_and_drops_other_kinds_defaults_only() {
+        let obj = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let own = obj(serde_json::json!({"dim": 8, "levels": 64}));
+        let others = [obj(serde_json::json!({"dim": 8, "ratio": 0.5, "steps": 2}))];
+        let check = |fields: serde_json::Value| own_kind_fields(obj(fields), "flow", "model", &own, &others);
+        // Another kind's keys at their defaults go (an integer equals the float it spells).
+        let kept = check(serde_json::json!({"dim": 16, "ratio": 0.5, "steps": 2.0})).unwrap();
+        assert_eq!(serde_json::Value::Object(kept), serde_json::json!({"dim": 16}));
+        let err = check(serde_json::json!({"ratio": 0.25})).unwrap_err();
+        assert_eq!(err, "`ratio`: a `flow` model does not use it; remove it from the config");
+        let err = check(serde_json::json!({"levles": 3})).unwrap_err();
+        assert!(
+            err.contains("unknown field `levles` of a `flow` model") && err.contains("kind, dim, levels"),
+            "{err}"
+        );
+        // The kind is taken out of the section, defaulting when absent.
+        let (kind, rest) = take_kind::<String>(obj(serde_json::json!({"kind": "flow", "dim": 1}))).unwrap();
+        assert_eq!((kind.as_str(), rest.len()), ("flow", 1));
+        assert_eq!(take_kind::<String>(obj(serde_json::json!({}))).unwrap().0, "");
+        assert!(take_kind::<String>(obj(serde_json::json!({"kind": 3}))).unwrap_err().starts_with("kind:"));
     }
 
     #[test]

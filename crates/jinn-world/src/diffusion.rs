@@ -19,7 +19,7 @@ pub mod genie;
 pub mod sample;
 pub mod task;
 
-use crate::dynamics::{action_slots, DynamicsConfig, DynamicsKind};
+use crate::dynamics::{action_slots, DynamicsConfig};
 use crate::streams::clip_rngs;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
@@ -28,6 +28,23 @@ use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{host_random, lazy_param, linear};
 use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
 use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Diffusion's own settings (`kind = "diffusion"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiffusionConfig {
+    /// The number of noise levels `K` (levels `k/K`, `k = 0..K−1`); the sampler denoises a
+    /// frame in `K` steps. Stored with the model (Jasmine's `diffusion_denoise_steps`, which
+    /// must be passed to training and sampling alike).
+    pub denoise_steps: usize,
+}
+
+impl Default for DiffusionConfig {
+    fn default() -> Self {
+        DiffusionConfig { denoise_steps: 64 }
+    }
+}
 
 impl DynamicsConfig {
     /// Build diffusion dynamics (`kind = "diffusion"`) over latents of width `latent_dim` with
@@ -39,23 +56,25 @@ impl DynamicsConfig {
         action_dim: usize,
         device: &Device,
     ) -> Result<DiffusionDynamics, NnError> {
-        if self.kind != DynamicsKind::Diffusion {
+        let Some(diffusion) = self.diffusion() else {
             return Err(NnError::InvalidConfig {
                 field: "kind",
-                reason: format!("init_diffusion builds diffusion dynamics, the config says {:?}", self.kind),
+                reason: format!(
+                    "init_diffusion builds diffusion dynamics, the config says `{}`",
+                    self.kind()
+                ),
             });
-        }
-        if self.denoise_steps == 0 {
+        };
+        if diffusion.denoise_steps == 0 {
             return Err(NnError::InvalidConfig { field: "denoise_steps", reason: "must be ≥ 1".into() });
         }
-        self.check_kind_fields()?;
         if latent_dim == 0 || action_dim == 0 {
             return Err(NnError::InvalidConfig {
                 field: "latent_dim/action_dim",
                 reason: "must be positive".into(),
             });
         }
-        let (k, l) = (self.denoise_steps, latent_dim);
+        let (k, l) = (diffusion.denoise_steps, latent_dim);
         let std = 1.0 / (l as f64).sqrt();
         Ok(DiffusionDynamics {
             level_embed: lazy_param([k, l], device, move |d| {

@@ -13,8 +13,13 @@
 pub mod task;
 
 pub mod causal;
+mod config;
 pub mod maskgit;
 mod token_loss;
+
+pub use config::{
+    DynamicsConfig, DynamicsKind, KindConfig, MaskGitConfig, TokenDynamicsConfig, DYNAMICS_KINDS,
+};
 
 pub use token_loss::changed_token_weights;
 
@@ -25,187 +30,39 @@ use jinn_nn::init::{host_random, lazy_param, linear};
 use jinn_nn::ops::linear_rows;
 use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
 use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
-use serde::{Deserialize, Serialize};
-
-/// Which dynamics model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum DynamicsKind {
-    /// Masked token prediction, spatial full / temporal causal attention ([`maskgit`]).
-    #[default]
-    MaskGit,
-    /// Next token within the frame, spatial and temporal causal attention ([`causal`]).
-    Causal,
-    /// Diffusion forcing on an MAE tokenizer's continuous latents
-    /// ([`crate::diffusion::DiffusionDynamics`]).
-    Diffusion,
-}
-
-impl std::str::FromStr for DynamicsKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "maskgit" => Ok(DynamicsKind::MaskGit),
-            "causal" => Ok(DynamicsKind::Causal),
-            "diffusion" => Ok(DynamicsKind::Diffusion),
-            other => {
-                Err(format!("unknown dynamics kind `{other}`; expected `maskgit`, `causal` or `diffusion`"))
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for DynamicsKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            DynamicsKind::MaskGit => "maskgit",
-            DynamicsKind::Causal => "causal",
-            DynamicsKind::Diffusion => "diffusion",
-        })
-    }
-}
-
-/// Architecture and loss settings of a [`Dynamics`] model (the `model` section of a dynamics
-/// run config). Defaults are Jasmine's: width 512, FFN 2048, 8 heads, 6 blocks, mask ratio
-/// `U[0.5, 1)`, no z-loss. The codebook size and action width come from the tokenizer and
-/// the action source.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DynamicsConfig {
-    /// MaskGIT, causal or diffusion.
-    pub kind: DynamicsKind,
-    /// Transformer width `M`.
-    pub model_dim: usize,
-    /// FFN hidden width `D`.
-    pub ffn_dim: usize,
-    /// Attention heads (must divide `model_dim`).
-    pub num_heads: usize,
-    /// Axial blocks.
-    pub num_blocks: usize,
-    /// MaskGIT: the per-sample mask ratio is drawn from `U[mask_limit, 1)`.
-    pub mask_limit: f64,
-    /// Weight of the z-loss `mean(logsumexp(logits)²)` over the loss positions (0 = off).
-    pub z_loss_weight: f64,
-    /// Width of ground-truth action embeddings (`--actions gt`); with a LAM the LAM's latent
-    /// width is used.
-    pub action_dim: usize,
-    /// Reversible backbone: `num_blocks` reversible axial blocks (additive coupling on two
-    /// `model_dim/2` halves, F = spatial+temporal attention with `num_heads` heads per half,
-    /// G = FFN) instead of the axial blocks, trained with memory-free backprop
-    /// ([`crate::genie::reversible`]).
-    pub reversible: bool,
-    /// Diffusion only: the number of noise levels `K` (levels `k/K`, `k = 0..K−1`); the
-    /// sampler denoises a frame in `K` steps. Stored with the model (Jasmine's
-    /// `diffusion_denoise_steps`, which must be passed to training and sampling alike).
-    pub denoise_steps: usize,
-    /// With a trained (frozen) LAM: condition on a learned embedding `[K, L]` of the LAM's
-    /// code index instead of the code vector itself (Jasmine: `false`). A LAM whose codes lie
-    /// close together (cosine ≈ 0.99) hands the dynamics nearly equal vectors; an embedding
-    /// keeps the codes' identities apart. Not for a co-trained LAM (an index passes no
-    /// gradient).
-    pub lam_code_embedding: bool,
-    /// Loss weight of the tokens that differ from the token at the same position one frame
-    /// earlier, relative to 1 for the others (Jasmine: 1, every token alike). The moving
-    /// objects of a game — its ball — are a few tokens per frame against a static scene; a
-    /// weight above 1 spends the loss on them.
-    pub changed_token_weight: f64,
-    /// MaskGIT only: every token slot of frame `t` also receives a learned embedding of the
-    /// token at the same position in frame `t − 1` (not in Jasmine). Training masks each frame
-    /// with ratio `p ≥ mask_limit`, so without it a masked frame rarely sees the previous
-    /// frames' ball tokens that fix where the ball goes next, while at sampling the context
-    /// is always whole; with it every masked frame sees its predecessor whole, as in a rollout.
-    pub previous_frame_input: bool,
-}
-
-impl Default for DynamicsConfig {
-    fn default() -> Self {
-        DynamicsConfig {
-            kind: DynamicsKind::MaskGit,
-            model_dim: 512,
-            ffn_dim: 2048,
-            num_heads: 8,
-            num_blocks: 6,
-            mask_limit: 0.5,
-            z_loss_weight: 0.0,
-            action_dim: 32,
-            reversible: false,
-            denoise_steps: 64,
-            lam_code_embedding: false,
-            changed_token_weight: 1.0,
-            previous_frame_input: false,
-        }
-    }
-}
-
-/// The settings only some dynamics kinds read: the field and the kinds that read it.
-const KIND_FIELDS: [(&str, &[DynamicsKind]); 6] = [
-    ("mask_limit", &[DynamicsKind::MaskGit]),
-    ("previous_frame_input", &[DynamicsKind::MaskGit]),
-    ("z_loss_weight", &[DynamicsKind::MaskGit, DynamicsKind::Causal]),
-    ("changed_token_weight", &[DynamicsKind::MaskGit, DynamicsKind::Causal]),
-    ("reversible", &[DynamicsKind::MaskGit, DynamicsKind::Causal]),
-    ("denoise_steps", &[DynamicsKind::Diffusion]),
-];
 
 impl DynamicsConfig {
-    /// Refuse a setting this config's kind does not read, naming it: a field of another
-    /// kind must hold its default (config files are merged over the defaults, and stored
-    /// configs carry every field), so a value meant for one kind never passes silently
-    /// under another.
-    pub fn check_kind_fields(&self) -> Result<(), NnError> {
-        let default = DynamicsConfig::default();
-        for (field, kinds) in KIND_FIELDS {
-            let set = match field {
-                "mask_limit" => self.mask_limit != default.mask_limit,
-                "previous_frame_input" => self.previous_frame_input != default.previous_frame_input,
-                "z_loss_weight" => self.z_loss_weight != default.z_loss_weight,
-                "changed_token_weight" => self.changed_token_weight != default.changed_token_weight,
-                "reversible" => self.reversible != default.reversible,
-                "denoise_steps" => self.denoise_steps != default.denoise_steps,
-                _ => unreachable!("every kind-specific field is compared"),
-            };
-            if set && !kinds.contains(&self.kind) {
-                let readers: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
-                return Err(NnError::InvalidConfig {
-                    field,
-                    reason: format!(
-                        "{} dynamics do not read it (only {} do); remove it or leave its default",
-                        self.kind,
-                        readers.join(" and ")
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Build the network for a codebook of `num_codes` tokens and actions of width
     /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), flax NNX defaults).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
-        if self.kind == DynamicsKind::Diffusion {
-            return Err(NnError::InvalidConfig {
-                field: "kind",
-                reason: "diffusion dynamics work on continuous latents; build them with init_diffusion"
-                    .into(),
-            });
-        }
-        self.check_kind_fields()?;
-        if !(0.0..1.0).contains(&self.mask_limit) {
+        let (maskgit, tokens) = match &self.per_kind {
+            KindConfig::MaskGit(c) => (Some(c), &c.tokens),
+            KindConfig::Causal(c) => (None, c),
+            KindConfig::Diffusion(_) => {
+                return Err(NnError::InvalidConfig {
+                    field: "kind",
+                    reason: "diffusion dynamics work on continuous latents; build them with init_diffusion"
+                        .into(),
+                })
+            }
+        };
+        let mask_limit = maskgit.map_or(0.0, |c| c.mask_limit);
+        if !(0.0..1.0).contains(&mask_limit) {
             return Err(NnError::InvalidConfig {
                 field: "mask_limit",
-                reason: format!("must be in [0, 1), got {}", self.mask_limit),
+                reason: format!("must be in [0, 1), got {mask_limit}"),
             });
         }
-        if !(self.z_loss_weight.is_finite() && self.z_loss_weight >= 0.0) {
+        if !(tokens.z_loss_weight.is_finite() && tokens.z_loss_weight >= 0.0) {
             return Err(NnError::InvalidConfig {
                 field: "z_loss_weight",
-                reason: format!("must be ≥ 0, got {}", self.z_loss_weight),
+                reason: format!("must be ≥ 0, got {}", tokens.z_loss_weight),
             });
         }
-        if !(self.changed_token_weight.is_finite() && self.changed_token_weight > 0.0) {
+        if !(tokens.changed_token_weight.is_finite() && tokens.changed_token_weight > 0.0) {
             return Err(NnError::InvalidConfig {
                 field: "changed_token_weight",
-                reason: format!("must be a positive number, got {}", self.changed_token_weight),
+                reason: format!("must be a positive number, got {}", tokens.changed_token_weight),
             });
         }
         if num_codes == 0 || action_dim == 0 {
@@ -215,11 +72,11 @@ impl DynamicsConfig {
             });
         }
         let (v, m) = (num_codes, self.model_dim);
-        let causal = self.kind == DynamicsKind::Causal;
+        let causal = maskgit.is_none();
         let std = 1.0 / (m as f64).sqrt();
         let token_embed =
             lazy_param([v, m], device, move |dev| host_random([v, m], Distribution::Normal(0.0, std), dev));
-        let previous_embed = self.previous_frame_input.then(|| {
+        let previous_embed = maskgit.is_some_and(|c| c.previous_frame_input).then(|| {
             lazy_param([v, m], device, move |dev| host_random([v, m], Distribution::Normal(0.0, std), dev))
         });
         let bound = 3f64.sqrt();
@@ -227,12 +84,12 @@ impl DynamicsConfig {
             lazy_param([m], device, move |dev| host_random([m], Distribution::Uniform(-bound, bound), dev))
         });
         // A reversible model keeps the transformer's stem and head and replaces its blocks.
-        let axial_blocks = if self.reversible { 0 } else { self.num_blocks };
+        let axial_blocks = if tokens.reversible { 0 } else { self.num_blocks };
         let transformer = AxialTransformerConfig::new(m, m, self.ffn_dim, v, axial_blocks, self.num_heads)
             .with_spatial_causal(causal)
             .with_temporal_causal(true)
             .init(device)?;
-        let reversible_blocks = if self.reversible {
+        let reversible_blocks = if tokens.reversible {
             ReversibleAxialConfig::new(m, self.ffn_dim, self.num_heads)
                 .with_spatial_causal(causal)
                 .with_temporal_causal(true)
@@ -248,9 +105,9 @@ impl DynamicsConfig {
             transformer,
             reversible_blocks,
             causal,
-            mask_limit: self.mask_limit,
-            z_loss_weight: self.z_loss_weight,
-            changed_token_weight: self.changed_token_weight,
+            mask_limit,
+            z_loss_weight: tokens.z_loss_weight,
+            changed_token_weight: tokens.changed_token_weight,
         })
     }
 }
@@ -274,7 +131,7 @@ pub struct Dynamics {
     pub reversible_blocks: Vec<ReversibleAxialBlock>,
     /// Causal dynamics (spatial causal attention, next-token targets) instead of MaskGIT.
     pub causal: bool,
-    /// MaskGIT mask ratio lower bound.
+    /// MaskGIT mask ratio lower bound (0 for causal dynamics, which mask nothing).
     pub mask_limit: f64,
     /// z-loss weight.
     pub z_loss_weight: f64,

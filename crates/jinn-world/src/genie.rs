@@ -473,7 +473,7 @@ pub fn assemble_genie(
 /// MaskGIT and causal dynamics only: diffusion dynamics are assembled by
 /// [`crate::diffusion::genie::assemble_diffusion_genie`].
 fn check_token_dynamics(dynamics: &DynamicsConfig, run: &Path) -> Result<()> {
-    if dynamics.kind == DynamicsKind::Diffusion {
+    if dynamics.kind() == DynamicsKind::Diffusion {
         return Err(TrainError::checkpoint(
             run,
             "holds diffusion dynamics (an MAE-tokenizer world model); this path takes MaskGIT or causal \

@@ -30,9 +30,12 @@ pub use data::DataConfig;
 pub use diffusion::genie::{assemble_diffusion_genie, load_diffusion_genie, DiffusionGenie};
 pub use diffusion::sample::sample_diffusion;
 pub use diffusion::task::DiffusionTask;
-pub use diffusion::DiffusionDynamics;
+pub use diffusion::{DiffusionConfig, DiffusionDynamics};
 pub use dynamics::task::{DynamicsRunConfig, DynamicsTask, GenieRunConfig};
-pub use dynamics::{Dynamics, DynamicsConfig, DynamicsKind, TokenMetrics};
+pub use dynamics::{
+    Dynamics, DynamicsConfig, DynamicsKind, KindConfig, MaskGitConfig, TokenDynamicsConfig, TokenMetrics,
+    DYNAMICS_KINDS,
+};
 pub use genie::{
     assemble_genie, load_genie, load_lam, load_mae_tokenizer, load_tokenizer, ActionConfig, ActionSource,
     Genie, GenieConfig, GenieOutput, DYNAMICS_KIND, LAM_KIND,

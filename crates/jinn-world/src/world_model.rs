@@ -43,7 +43,7 @@ impl WorldModel {
 /// the family). Returns the model, its config and the checkpoint's step.
 pub fn load_world(run_dir: &Path, device: &Device) -> Result<(WorldModel, GenieConfig, u64)> {
     let (_, cfg) = component_checkpoint::<GenieConfig>(run_dir, DYNAMICS_KIND)?;
-    if cfg.dynamics.kind == DynamicsKind::Diffusion {
+    if cfg.dynamics.kind() == DynamicsKind::Diffusion {
         let (g, cfg, step) = load_diffusion_genie(run_dir, device)?;
         return Ok((WorldModel::Diffusion(g), cfg, step));
     }

@@ -1,4 +1,5 @@
-//! `jinn bench train --task lam|dynamics` at tiny sizes: the figures are printed, parse, and
+//! `jinn bench train --task lam|dynamics` at tiny sizes (dynamics of the MaskGIT and diffusion
+//! kinds): the figures are printed, parse, and
 //! agree with each other (percentiles ordered, ratios = figure / reference, step rate and floor
 //! = matmul work / time and / peak); `--jasmine-ms/--jasmine-mb` add a same-host line whose
 //! verdicts follow its ratios; a bad `--task` or Jasmine figure is a clear error. `jinn bench
@@ -150,8 +151,9 @@ fn bad_jasmine_figures_are_refused_naming_the_flag() {
     assert!(!o.status.success() && out.contains("--jasmine-ms"), "memory without time: {out}");
 }
 
-#[test]
-fn dynamics_bench_prints_consistent_figures() {
+/// The dynamics bench's tokenizer, LAM and dynamics at a tiny size, with `tokenizer` extra
+/// tokenizer settings.
+fn tiny_dynamics_sets(tokenizer: &[&str]) -> Vec<String> {
     let mut sets = Vec::new();
     for part in ["tokenizer", "lam"] {
         #[rustfmt::skip]
@@ -161,16 +163,54 @@ fn dynamics_bench_prints_consistent_figures() {
         ];
         sets.extend(dims.map(|(k, v)| format!("{part}.{k}={v}")));
     }
-    sets.extend(
-        ["tokenizer.num_codes=16", "model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2"]
-            .map(String::from),
-    );
-    sets.extend(
-        ["model.num_blocks=1", "model.action_dim=8", "train.batch_size=1", "data.seq_len=2"]
-            .map(String::from),
-    );
+    sets.extend(tokenizer.iter().map(|s| s.to_string()));
+    #[rustfmt::skip]
+    let model = [
+        "model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2", "model.num_blocks=1",
+        "model.action_dim=8", "train.batch_size=1", "data.seq_len=2",
+    ];
+    sets.extend(model.map(String::from));
+    sets
+}
+
+#[test]
+fn dynamics_bench_prints_consistent_figures() {
+    let sets = tiny_dynamics_sets(&["tokenizer.num_codes=16"]);
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     check_bench("dynamics", &sets, &[], (440.0 / 3.0, 480.0), (440.0, 1200.0));
+}
+
+#[test]
+fn diffusion_dynamics_are_timed_on_an_mae_tokenizer_without_maskgit_references() {
+    let mut sets = tiny_dynamics_sets(&["tokenizer.kind=mae"]);
+    sets.extend(["model.kind=diffusion", "model.denoise_steps=4"].map(String::from));
+    let mut args = vec!["bench", "train", "--task", "dynamics", "--steps", "2", "--warmup", "0"];
+    for s in &sets {
+        args.extend(["--set", s.as_str()]);
+    }
+    let o = jinn(&args);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.lines().next().is_some_and(|l| l.starts_with("diffusion dynamics width 16")), "{out}");
+    assert!(out.contains("MAE latent 8"), "{out}");
+    let t = numbers(&out, "ms/step:");
+    assert!(t[0] > 0.0 && t[3] == 2.0, "{out}");
+    // Jasmine's figures are MaskGIT's: none is printed against diffusion.
+    assert!(out.contains("no target or Jasmine figure for diffusion dynamics"), "{out}");
+    assert!(!out.contains("vs target") && !out.contains("vs Jasmine"), "{out}");
+    assert!(!out.contains("the 147 ms target"), "{out}");
+
+    // A VQ tokenizer section under diffusion dynamics is refused, naming both kinds.
+    let mut args = vec!["bench", "train", "--task", "dynamics", "--steps", "1", "--warmup", "0"];
+    let vq = tiny_dynamics_sets(&["tokenizer.num_codes=16"]);
+    for s in vq.iter().map(String::as_str).chain(["model.kind=diffusion"]) {
+        args.extend(["--set", s]);
+    }
+    let out = text(&jinn(&args));
+    assert!(
+        out.contains("model.kind is diffusion, which runs on a `mae` tokenizer") && out.contains("`vq`"),
+        "{out}"
+    );
 }
 
 #[test]

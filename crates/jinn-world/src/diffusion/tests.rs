@@ -1,17 +1,17 @@
 use super::*;
+use crate::dynamics::{DynamicsKind, KindConfig};
 use burn::optim::GradientsParams;
 use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
 
 pub(crate) fn tiny_diffusion(levels: usize) -> DynamicsConfig {
     DynamicsConfig {
-        kind: DynamicsKind::Diffusion,
         model_dim: 16,
         ffn_dim: 32,
         num_heads: 2,
         num_blocks: 2,
         action_dim: 4,
-        denoise_steps: levels,
+        per_kind: KindConfig::Diffusion(DiffusionConfig { denoise_steps: levels }),
         ..DynamicsConfig::default()
     }
 }
@@ -105,13 +105,15 @@ fn shapes_causality_parameter_count_and_config_errors() {
     assert!(model.forward_train(x, Tensor::zeros([b, t - 1, 4], &device), &c).is_err());
 
     // Jasmine's DynamicsDiffusion (6 blocks, K = 64, L = La = 32): 25,261,696.
-    let jasmine = DynamicsConfig { kind: DynamicsKind::Diffusion, ..DynamicsConfig::default() };
+    let jasmine = DynamicsConfig::default_for(DynamicsKind::Diffusion);
     assert_eq!(jasmine.init_diffusion(32, 32, &device).unwrap().num_params(), 25_261_696);
     // Config errors name the field.
     for (cfg, field) in [
-        (DynamicsConfig { denoise_steps: 0, ..tiny_diffusion(8) }, "denoise_steps"),
-        (DynamicsConfig { reversible: true, ..tiny_diffusion(8) }, "reversible"),
-        (DynamicsConfig { kind: DynamicsKind::MaskGit, ..tiny_diffusion(8) }, "kind"),
+        (tiny_diffusion(0), "denoise_steps"),
+        (
+            DynamicsConfig { per_kind: KindConfig::default_for(DynamicsKind::MaskGit), ..tiny_diffusion(8) },
+            "kind",
+        ),
     ] {
         assert!(cfg.init_diffusion(6, 4, &device).unwrap_err().to_string().contains(field), "{field}");
     }

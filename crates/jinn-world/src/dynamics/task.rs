@@ -186,7 +186,7 @@ impl TrainTask for DynamicsTask {
     /// backbone reconstructs activations from its outputs, which bf16 rounding would break, so
     /// it trains in f32 only.
     fn precisions(&self) -> &'static [Precision] {
-        if self.cfg.model.dynamics.reversible {
+        if self.cfg.model.dynamics.reversible() {
             &[Precision::F32]
         } else {
             &[Precision::F32, Precision::Bf16]
@@ -217,7 +217,7 @@ impl TrainTask for DynamicsTask {
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         let batch = self.data.next()?;
         let streams = SampleStreams::new(ctx.seed, "dynamics-mask", ctx.first_sample, batch.batch_size);
-        let (out, objective) = if self.cfg.model.dynamics.reversible {
+        let (out, objective) = if self.cfg.model.dynamics.reversible() {
             // Memory-free backprop through the reversible backbone (genie::reversible).
             let device = self.model.dynamics.token_embed.val().device();
             let acts = actions(&batch, &device)?;

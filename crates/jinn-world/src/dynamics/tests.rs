@@ -8,19 +8,12 @@ use rand::Rng;
 
 fn tiny(kind: DynamicsKind) -> DynamicsConfig {
     DynamicsConfig {
-        kind,
         model_dim: 16,
         ffn_dim: 32,
         num_heads: 2,
         num_blocks: 2,
-        mask_limit: 0.5,
-        z_loss_weight: 0.0,
         action_dim: 4,
-        reversible: false,
-        denoise_steps: 64,
-        lam_code_embedding: false,
-        changed_token_weight: 1.0,
-        previous_frame_input: false,
+        ..DynamicsConfig::default_for(kind)
     }
 }
 
@@ -34,7 +27,7 @@ fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize 
 /// action projection `La → M`, transformer `M → V`.
 fn jasmine_dynamics_params(c: &DynamicsConfig, v: usize, la: usize) -> usize {
     let m = c.model_dim;
-    let mask = if c.kind == DynamicsKind::MaskGit { m } else { 0 };
+    let mask = if c.kind() == DynamicsKind::MaskGit { m } else { 0 };
     v * m + mask + (la * m + m) + axial_params(m, m, c.ffn_dim, v, c.num_blocks)
 }
 
@@ -42,13 +35,13 @@ fn jasmine_dynamics_params(c: &DynamicsConfig, v: usize, la: usize) -> usize {
 fn parameter_counts_match_jasmine() {
     let device = Device::flex();
     for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
-        for (cfg, v, la) in [(tiny(kind), 32, 4), (DynamicsConfig { kind, ..Default::default() }, 1024, 32)] {
+        for (cfg, v, la) in [(tiny(kind), 32, 4), (DynamicsConfig::default_for(kind), 1024, 32)] {
             let model = cfg.init(v, la, &device).unwrap();
             assert_eq!(model.num_params(), jasmine_dynamics_params(&cfg, v, la), "{cfg:?}");
         }
     }
     // Jasmine's own parameter counts at its defaults.
-    let d = |kind| jasmine_dynamics_params(&DynamicsConfig { kind, ..Default::default() }, 1024, 32);
+    let d = |kind| jasmine_dynamics_params(&DynamicsConfig::default_for(kind), 1024, 32);
     assert_eq!(d(DynamicsKind::MaskGit), 26_555_904);
     assert_eq!(d(DynamicsKind::Causal), 26_555_392);
 }
@@ -253,7 +246,8 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
 #[test]
 fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
     let device = Device::flex();
-    let cfg = DynamicsConfig { previous_frame_input: true, ..tiny(DynamicsKind::MaskGit) };
+    let mut cfg = tiny(DynamicsKind::MaskGit);
+    cfg.maskgit_mut().unwrap().previous_frame_input = true;
     let model = cfg.init(11, 4, &device).unwrap();
     let (b, t, n, v) = (1, 3, 4, 11);
     let base = random_tokens([b, t, n], v, 8);
@@ -283,39 +277,108 @@ fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
         floats(plain.logits(tokens(&base, [b, t, n], &device), actions.clone(), Some(m.clone())).unwrap());
     let p1 = floats(plain.logits(tokens(&other, [b, t, n], &device), actions.clone(), Some(m)).unwrap());
     assert_eq!(p0, p1);
-    // A MaskGIT input only.
-    let causal = DynamicsConfig { previous_frame_input: true, ..tiny(DynamicsKind::Causal) };
-    let err = causal.init(11, 4, &device).unwrap_err().to_string();
-    assert!(err.contains("previous_frame_input"), "{err}");
+}
+
+/// A `[model]` section read as a run config reads it: TOML over the defaults, with overrides.
+fn resolve(toml: &str, sets: &[&str]) -> Result<DynamicsConfig, String> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    jinn_train::config::from_str::<crate::DynamicsRunConfig>(toml, "test.toml", &sets)
+        .map(|c| c.model)
+        .map_err(|e| e.to_string())
 }
 
 #[test]
-fn a_setting_of_another_kind_is_refused_by_name() {
-    let device = Device::flex();
-    let base = |kind| DynamicsConfig { kind, ..tiny(DynamicsKind::MaskGit) };
-    let non_default = |field: &str, cfg: DynamicsConfig| match field {
-        "mask_limit" => DynamicsConfig { mask_limit: 0.3, ..cfg },
-        "previous_frame_input" => DynamicsConfig { previous_frame_input: true, ..cfg },
-        "z_loss_weight" => DynamicsConfig { z_loss_weight: 0.1, ..cfg },
-        "changed_token_weight" => DynamicsConfig { changed_token_weight: 2.0, ..cfg },
-        "reversible" => DynamicsConfig { reversible: true, ..cfg },
-        "denoise_steps" => DynamicsConfig { denoise_steps: 8, ..cfg },
-        other => panic!("no case for {other}"),
-    };
-    for (field, readers) in KIND_FIELDS {
-        for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal, DynamicsKind::Diffusion] {
-            let cfg = non_default(field, base(kind));
-            let checked = cfg.check_kind_fields();
-            assert_eq!(checked.is_ok(), readers.contains(&kind), "{field} on {kind}: {checked:?}");
-            if let Err(e) = checked {
-                assert!(e.to_string().contains(field) && e.to_string().contains(&kind.to_string()), "{e}");
+fn each_kind_reads_only_its_own_settings() {
+    // Every kind resolves over the (MaskGIT) defaults and keeps only its own fields.
+    for kind in DYNAMICS_KINDS {
+        let cfg = resolve(&format!("[model]\nkind = \"{kind}\"\nmodel_dim = 64"), &[]).unwrap();
+        assert_eq!(cfg, DynamicsConfig { model_dim: 64, ..DynamicsConfig::default_for(kind) });
+        let stored = jinn_train::config::to_json(&cfg);
+        let keys: Vec<&str> = stored.as_object().unwrap().keys().map(String::as_str).collect();
+        let own: &[&str] = match kind {
+            DynamicsKind::MaskGit => {
+                &["mask_limit", "previous_frame_input", "z_loss_weight", "changed_token_weight", "reversible"]
             }
+            DynamicsKind::Causal => &["z_loss_weight", "changed_token_weight", "reversible"],
+            DynamicsKind::Diffusion => &["denoise_steps"],
+        };
+        for key in [
+            "mask_limit",
+            "previous_frame_input",
+            "z_loss_weight",
+            "changed_token_weight",
+            "reversible",
+            "denoise_steps",
+        ] {
+            assert_eq!(keys.contains(&key), own.contains(&key), "{kind}: {key} in {keys:?}");
         }
+        // The stored config reads back as itself.
+        assert_eq!(serde_json::from_value::<DynamicsConfig>(stored).unwrap(), cfg);
     }
-    // The builders check too, before building anything.
-    let causal = non_default("mask_limit", base(DynamicsKind::Causal));
-    assert!(causal.init(11, 4, &device).unwrap_err().to_string().contains("mask_limit"));
-    let diffusion = non_default("changed_token_weight", base(DynamicsKind::Diffusion));
-    let err = diffusion.init_diffusion(6, 4, &device).unwrap_err().to_string();
-    assert!(err.contains("changed_token_weight"), "{err}");
+    // A setting of another kind is refused by name, in a file and through --set.
+    let cases = [
+        ("causal", "mask_limit = 0.3"),
+        ("causal", "previous_frame_input = true"),
+        ("diffusion", "changed_token_weight = 2.0"),
+        ("diffusion", "reversible = true"),
+        ("maskgit", "denoise_steps = 8"),
+    ];
+    for (kind, line) in cases {
+        let field = line.split(' ').next().unwrap();
+        let err = resolve(&format!("[model]\nkind = \"{kind}\"\n{line}"), &[]).unwrap_err();
+        assert!(
+            err.contains(field) && err.contains(&format!("`{kind}` dynamics model does not use it")),
+            "{err}"
+        );
+    }
+    let demo = "[model]\nkind = \"maskgit\"\nprevious_frame_input = true";
+    let err = resolve(demo, &["model.kind=causal"]).unwrap_err();
+    assert!(err.contains("previous_frame_input"), "{err}");
+    // A misspelt key names the kind's own fields.
+    let err = resolve("[model]\nkind = \"causal\"\nz_los_weight = 0.1", &[]).unwrap_err();
+    assert!(err.contains("unknown field `z_los_weight`") && err.contains("z_loss_weight"), "{err}");
+    // Values of the kind's own fields are typed.
+    let err = resolve("[model]\nkind = \"diffusion\"\ndenoise_steps = \"many\"", &[]).unwrap_err();
+    assert!(err.contains("denoise_steps") || err.contains("invalid type"), "{err}");
+}
+
+#[test]
+fn configs_stored_with_every_kinds_fields_still_load() {
+    // Checkpoints written before the kinds had configs of their own store every field, each
+    // other kind's at its default.
+    let flat = |kind: &str| {
+        serde_json::json!({
+            "kind": kind, "model_dim": 16, "ffn_dim": 32, "num_heads": 2, "num_blocks": 1,
+            "mask_limit": 0.5, "z_loss_weight": 0.0, "action_dim": 4, "reversible": false,
+            "denoise_steps": 64, "lam_code_embedding": true, "changed_token_weight": 1.0,
+            "previous_frame_input": false,
+        })
+    };
+    for kind in DYNAMICS_KINDS {
+        let cfg: DynamicsConfig = serde_json::from_value(flat(&kind.to_string())).unwrap();
+        let want = DynamicsConfig {
+            model_dim: 16,
+            ffn_dim: 32,
+            num_heads: 2,
+            num_blocks: 1,
+            action_dim: 4,
+            lam_code_embedding: true,
+            ..DynamicsConfig::default_for(kind)
+        };
+        assert_eq!(cfg, want, "{kind}");
+    }
+    // Where such a stored field is not its default, it is an error, not silently dropped.
+    let mut causal = flat("causal");
+    causal["mask_limit"] = serde_json::json!(0.25);
+    let err = serde_json::from_value::<DynamicsConfig>(causal).unwrap_err().to_string();
+    assert!(err.contains("mask_limit"), "{err}");
+}
+
+#[test]
+fn the_builders_take_only_their_own_kinds() {
+    let device = Device::flex();
+    let diffusion = DynamicsConfig::default_for(DynamicsKind::Diffusion);
+    assert!(diffusion.init(11, 4, &device).unwrap_err().to_string().contains("init_diffusion"));
+    let causal = tiny(DynamicsKind::Causal);
+    assert!(causal.init_diffusion(6, 4, &device).unwrap_err().to_string().contains("kind"));
 }

@@ -24,21 +24,24 @@ pub(crate) fn tiny_vq() -> VqConfig {
 }
 
 pub(crate) fn tiny_dynamics(kind: DynamicsKind) -> DynamicsConfig {
-    DynamicsConfig {
-        kind,
+    let mut cfg = DynamicsConfig {
         model_dim: 16,
         ffn_dim: 32,
         num_heads: 2,
         num_blocks: 1,
-        mask_limit: 0.5,
-        z_loss_weight: 0.1,
         action_dim: 4,
-        reversible: false,
-        denoise_steps: 64,
-        lam_code_embedding: false,
-        changed_token_weight: 1.0,
-        previous_frame_input: false,
+        ..DynamicsConfig::default_for(kind)
+    };
+    if let Some(tokens) = cfg.tokens_mut() {
+        tokens.z_loss_weight = 0.1;
     }
+    cfg
+}
+
+/// `cfg` with a reversible backbone (MaskGIT or causal).
+pub(crate) fn reversible(mut cfg: DynamicsConfig) -> DynamicsConfig {
+    cfg.tokens_mut().expect("token dynamics").reversible = true;
+    cfg
 }
 
 /// Write `model` as a step-`step` checkpoint of `kind` whose stored `model` config is `cfg`.

@@ -17,21 +17,16 @@ fn tiny_from(cfg: DynamicsConfig) -> Dynamics {
 }
 
 fn tiny_config(kind: DynamicsKind, reversible: bool) -> DynamicsConfig {
-    DynamicsConfig {
-        kind,
+    let mut cfg = DynamicsConfig {
         model_dim: 16,
         ffn_dim: 32,
         num_heads: 2,
         num_blocks: 2,
-        mask_limit: 0.5,
-        z_loss_weight: 0.0,
         action_dim: 4,
-        reversible,
-        denoise_steps: 64,
-        lam_code_embedding: false,
-        changed_token_weight: 1.0,
-        previous_frame_input: false,
-    }
+        ..DynamicsConfig::default_for(kind)
+    };
+    cfg.tokens_mut().expect("token dynamics").reversible = reversible;
+    cfg
 }
 
 /// Context `[B, C, N]` of random tokens and actions `[B, S−1, 4]`.
@@ -79,7 +74,8 @@ fn maskgit_cached_logits_equal_uncached() {
 
 #[test]
 fn previous_frame_input_cached_logits_equal_uncached() {
-    let cfg = DynamicsConfig { previous_frame_input: true, ..tiny_config(DynamicsKind::MaskGit, false) };
+    let mut cfg = tiny_config(DynamicsKind::MaskGit, false);
+    cfg.maskgit_mut().unwrap().previous_frame_input = true;
     cached_vs_uncached_of(tiny_from(cfg.clone()), true);
     cached_vs_uncached_of(tiny_from(cfg), false);
 }

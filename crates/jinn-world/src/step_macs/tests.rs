@@ -1,7 +1,7 @@
 //! The step counts against closed forms written from the configs' widths alone.
 
 use crate::dynamics::DynamicsKind;
-use crate::genie::tests::{component_runs, tiny_dynamics, tiny_tokenizer};
+use crate::genie::tests::{component_runs, reversible, tiny_dynamics, tiny_tokenizer};
 use crate::genie::{assemble_genie, ActionSource};
 use burn::tensor::Device;
 
@@ -84,7 +84,7 @@ fn dynamics_step_counts_frozen_components_once_and_the_dynamics_three_times() {
 fn a_reversible_backbone_is_not_counted() {
     let root = tempfile::tempdir().unwrap();
     let (tok, lam) = component_runs(root.path());
-    let cfg = crate::dynamics::DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let cfg = reversible(tiny_dynamics(DynamicsKind::MaskGit));
     let (genie, _) = assemble_genie(&tok, ActionSource::LamRun(&lam), &cfg, &Device::flex()).unwrap();
     assert_eq!(genie.train_step_macs(2, 4, false), None);
 }

@@ -105,51 +105,28 @@ impl TokenizerConfig {
 
 /// A kind's default config as a JSON object, without `kind`.
 fn default_fields(kind: TokenizerKind) -> Map<String, Value> {
-    let config = match kind {
+    jinn_train::config::fields_without_kind(&match kind {
         TokenizerKind::Vq => TokenizerConfig::Vq(VqConfig::default()),
         TokenizerKind::Mae => TokenizerConfig::Mae(MaeConfig::default()),
-    };
-    let Value::Object(mut fields) = jinn_train::config::to_json(&config) else {
-        unreachable!("a tokenizer config serialises to an object")
-    };
-    fields.remove("kind");
-    fields
+    })
 }
 
 impl<'de> Deserialize<'de> for TokenizerConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut fields = Map::<String, Value>::deserialize(deserializer)?;
-        let kind = match fields.remove("kind") {
-            Some(k) => TokenizerKind::deserialize(k).map_err(|e| D::Error::custom(format!("kind: {e}")))?,
-            None => TokenizerKind::default(),
-        };
+        let (kind, fields) = jinn_train::config::take_kind::<TokenizerKind>(Map::deserialize(deserializer)?)
+            .map_err(D::Error::custom)?;
         let other = match kind {
             TokenizerKind::Vq => TokenizerKind::Mae,
             TokenizerKind::Mae => TokenizerKind::Vq,
         };
-        let (own, others) = (default_fields(kind), default_fields(other));
-        for key in fields.keys().cloned().collect::<Vec<_>>() {
-            if own.contains_key(&key) {
-                continue;
-            }
-            match others.get(&key) {
-                Some(default) if fields[&key] == *default => {
-                    fields.remove(&key);
-                }
-                Some(_) => {
-                    return Err(D::Error::custom(format!(
-                        "`{key}`: a `{kind}` tokenizer does not use it; remove it from the config"
-                    )))
-                }
-                None => {
-                    let known: Vec<&str> = own.keys().map(String::as_str).collect();
-                    return Err(D::Error::custom(format!(
-                        "unknown field `{key}` of a `{kind}` tokenizer, expected one of kind, {}",
-                        known.join(", ")
-                    )));
-                }
-            }
-        }
+        let fields = jinn_train::config::own_kind_fields(
+            fields,
+            &kind.to_string(),
+            "tokenizer",
+            &default_fields(kind),
+            &[default_fields(other)],
+        )
+        .map_err(D::Error::custom)?;
         let fields = Value::Object(fields);
         let config = match kind {
             TokenizerKind::Vq => serde_json::from_value(fields).map(TokenizerConfig::Vq),

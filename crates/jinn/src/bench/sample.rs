@@ -54,12 +54,11 @@ pub fn run(a: SampleBenchArgs) -> anyhow::Result<()> {
     let device = a.device.device();
     for case in cases {
         let cfg = DynamicsConfig {
-            kind: case.kind,
             model_dim: m.model_dim,
             ffn_dim: m.ffn_dim,
             num_heads: m.num_heads,
             num_blocks: m.num_blocks,
-            ..DynamicsConfig::default()
+            ..DynamicsConfig::default_for(case.kind)
         };
         device.seed(0);
         let model = cfg.init(256, 32, &device)?;

@@ -1,8 +1,9 @@
 //! `jinn bench train`: time full training steps (forward, backward, AdamW update — the
 //! update step that `jinn train tokenizer|lam|dynamics` runs) of the tokenizer, the
-//! LAM or the MaskGIT dynamics model and report the median / p10 / p90 ms per step and the peak
-//! resident memory, with their ratios to the targets and to Jasmine's figures at
-//! jasmine-small, and the step's matmul work with the time floor it sets on the device.
+//! LAM or a dynamics model of any kind and report the median / p10 / p90 ms per step and the
+//! peak resident memory, with their ratios to the targets and to Jasmine's figures at
+//! jasmine-small where those exist (tokenizer, LAM, MaskGIT dynamics), and the step's matmul
+//! work with the time floor it sets on the device.
 
 pub(crate) mod roofline;
 mod setup;
@@ -12,6 +13,7 @@ use anyhow::{bail, Context};
 use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::config::TrainConfig;
+use jinn_world::DynamicsKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,7 +24,8 @@ pub enum BenchTask {
     Tokenizer,
     /// The latent action model (`jinn train lam`).
     Lam,
-    /// MaskGIT dynamics on a frozen tokenizer and frozen LAM (`jinn train dynamics --lam RUN`).
+    /// Dynamics (`model.kind`: MaskGIT, causal or diffusion) on a frozen tokenizer and frozen
+    /// LAM (`jinn train dynamics --lam RUN`).
     Dynamics,
 }
 
@@ -133,6 +136,8 @@ pub(crate) struct Measured {
     pub macs: Option<u64>,
     /// The most the device's allocator held during the steps, where the backend reports it.
     pub device_peak_bytes: Option<u64>,
+    /// The dynamics kind (dynamics only).
+    pub kind: Option<DynamicsKind>,
 }
 
 impl Measured {
@@ -142,12 +147,14 @@ impl Measured {
     }
 }
 
-/// The figures `a.task`'s step is compared with.
-fn reference(task: BenchTask) -> &'static Reference {
-    match task {
-        BenchTask::Tokenizer => &TOKENIZER,
-        BenchTask::Lam => &LAM,
-        BenchTask::Dynamics => &DYNAMICS,
+/// The figures a step is compared with: Jasmine was measured for the tokenizer, the LAM and
+/// MaskGIT dynamics.
+fn reference(task: BenchTask, kind: Option<DynamicsKind>) -> Option<&'static Reference> {
+    match (task, kind) {
+        (BenchTask::Tokenizer, _) => Some(&TOKENIZER),
+        (BenchTask::Lam, _) => Some(&LAM),
+        (BenchTask::Dynamics, Some(DynamicsKind::MaskGit)) => Some(&DYNAMICS),
+        (BenchTask::Dynamics, _) => None,
     }
 }
 
@@ -156,10 +163,17 @@ fn reference(task: BenchTask) -> &'static Reference {
 pub(crate) fn measure(a: &TrainBenchArgs, tmp: &Path) -> anyhow::Result<Measured> {
     let device = a.device.device();
     device.memory_cleanup();
-    let (mut task, train) = match a.task {
-        BenchTask::Tokenizer => setup::registered("tokenizer", a, tmp, device.clone().autodiff())?,
-        BenchTask::Lam => setup::registered("lam", a, tmp, device.clone().autodiff())?,
-        BenchTask::Dynamics => setup::dynamics(a, tmp, device.clone().autodiff())?,
+    let registered = |task| -> anyhow::Result<_> {
+        let (task, train) = setup::registered(task, a, tmp, device.clone().autodiff())?;
+        Ok((task, train, None))
+    };
+    let (mut task, train, kind) = match a.task {
+        BenchTask::Tokenizer => registered("tokenizer")?,
+        BenchTask::Lam => registered("lam")?,
+        BenchTask::Dynamics => {
+            let (task, train, kind) = setup::dynamics(a, tmp, device.clone().autodiff())?;
+            (task, train, Some(kind))
+        }
     };
     let macs = task.step_macs();
     let mut times_ms = Vec::with_capacity(a.steps as usize);
@@ -178,7 +192,7 @@ pub(crate) fn measure(a: &TrainBenchArgs, tmp: &Path) -> anyhow::Result<Measured
         Ok(())
     })?;
     times_ms.sort_by(f64::total_cmp);
-    Ok(Measured { times_ms, macs, device_peak_bytes })
+    Ok(Measured { times_ms, macs, device_peak_bytes, kind })
 }
 
 /// Print the step-time percentiles, the peak RSS and their ratios to the task's reference,
@@ -187,8 +201,6 @@ fn print(m: &Measured, a: &TrainBenchArgs, peak_gflops: f64) -> anyhow::Result<(
     let times = &m.times_ms;
     let median = m.median_ms();
     let peak_mb = peak_rss_mb()?;
-    let reference = reference(a.task);
-    let Reference { basis, target_ms, target_mb, jasmine_ms, jasmine_mb } = *reference;
     println!(
         "ms/step: median {median:.1}, p10 {:.1}, p90 {:.1} (over {} steps)",
         percentile(times, 0.1),
@@ -199,6 +211,15 @@ fn print(m: &Measured, a: &TrainBenchArgs, peak_gflops: f64) -> anyhow::Result<(
     if let Some(bytes) = m.device_peak_bytes {
         println!("peak device memory: {:.0} MB (reserved by the allocator)", bytes as f64 / 1e6);
     }
+    let Some(reference) = reference(a.task, m.kind) else {
+        let kind = m.kind.map(|k| k.to_string()).unwrap_or_default();
+        println!("no target or Jasmine figure for {kind} dynamics (Jasmine was measured for MaskGIT)");
+        if let Some(macs) = m.macs {
+            roofline::print(macs, median, peak_gflops, None);
+        }
+        return Ok(());
+    };
+    let Reference { basis, target_ms, target_mb, jasmine_ms, jasmine_mb } = *reference;
     println!(
         "vs target ({target_ms:.0} ms, {target_mb:.0} MB: {basis}): time ×{:.2}, memory ×{:.2} \
          (≤ 1 meets it)",
@@ -215,7 +236,7 @@ fn print(m: &Measured, a: &TrainBenchArgs, peak_gflops: f64) -> anyhow::Result<(
         print_same_host(median, peak_mb, measured_ms, a.jasmine_mb, reference);
     }
     if let Some(macs) = m.macs {
-        roofline::print(macs, median, peak_gflops, target_ms);
+        roofline::print(macs, median, peak_gflops, Some(target_ms));
     }
     Ok(())
 }

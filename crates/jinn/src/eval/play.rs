@@ -44,8 +44,9 @@ pub struct EvalPlayArgs {
     /// Split the start frames come from.
     #[arg(long, default_value = "val")]
     pub split: String,
-    /// Start points for each measurement.
-    #[arg(long, default_value_t = 8)]
+    /// Start points for each measurement (a ball once lost stays lost, so the frames of one
+    /// start are far from independent: 8 starts move the ball share by ±10 points).
+    #[arg(long, default_value_t = 32)]
     pub starts: usize,
     /// Steps each steering key is held.
     #[arg(long, default_value_t = 8)]
@@ -107,6 +108,8 @@ pub struct PlayMetrics {
     pub steering_pass: f64,
     /// Share of played frames showing a ball (from frames with the ball in flight).
     pub ball_present: f64,
+    /// Frames played for `ball_present` (starts × `--play-steps`).
+    pub played_frames: usize,
     /// The same share over the real continuation of those episodes.
     pub ball_present_real: f64,
     /// Mean off-palette share of the played frames.
@@ -284,6 +287,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         steering_pass: share(passed, tried),
         steering,
         ball_present: share(with_ball, played),
+        played_frames: played,
         ball_present_real: share(real_with_ball, real_frames),
         off_palette: off / played.max(1) as f64,
         off_palette_reconstruction: off_recon / recon_frames.max(1) as f64,
@@ -326,8 +330,9 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
         100.0 * m.steering_pass
     );
     println!(
-        "ball in play: present in {:.0}% of {} played frames (real continuations: {:.0}%)",
+        "ball in play: present in {:.0}% of {} played frames ({} steps from each start; real continuations: {:.0}%)",
         100.0 * m.ball_present,
+        m.played_frames,
         a.play_steps,
         100.0 * m.ball_present_real
     );

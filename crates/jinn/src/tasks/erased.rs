@@ -77,7 +77,7 @@ run_config!(TokenizerRunConfig, kind: |c| c.model.kind().to_string(), frames: |c
 run_config!(LamRunConfig, kind: |_c| "lam".into(), frames: |c| Some(c.model.coder.frames()));
 // The dynamics kind as configs spell it (`maskgit`, `causal`, `diffusion`); the frames come
 // from the tokenizer run.
-run_config!(DynamicsRunConfig, kind: |c| spelling(&c.model.kind), frames: |_c| None);
+run_config!(DynamicsRunConfig, kind: |c| c.model.kind().to_string(), frames: |_c| None);
 run_config!(LmRunConfig, kind: |c| spelling(&c.model.arch), frames: |_c| None, seq_len: |_c| None);
 run_config!(GraphRunConfig, kind: |c| spelling(&c.model.kind), frames: |_c| None, seq_len: |_c| None);
 

@@ -32,7 +32,7 @@ fn assembles_trains_only_the_dynamics_and_loads_back() {
     let (genie, cfg) =
         assemble_diffusion_genie(&mae, ActionSource::LamRun(&lam), &tiny_diffusion(4), &device).unwrap();
     assert_eq!(cfg.tokenizer, tiny_mae_tokenizer());
-    assert_eq!(cfg.dynamics.denoise_steps, 4);
+    assert_eq!(cfg.dynamics.diffusion().unwrap().denoise_steps, 4);
     let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
     let before = (bits(&genie.tokenizer), bits(&genie.lam), bits(&genie.dynamics));
     let out = genie.forward(x, None, &SampleStreams::new(0, "t", 0, 2)).unwrap();

@@ -74,7 +74,7 @@ fn resumed_run_is_bit_identical_and_a_k_mismatch_is_refused() {
 
     // Resuming with another number of noise levels K fails on the stored key.
     let mut other = cfg.clone();
-    other.model.dynamics.denoise_steps = 8;
+    other.model.dynamics = crate::diffusion::tests::tiny_diffusion(8);
     let fresh = other.model.init_diffusion(&device).unwrap();
     let mut task = DiffusionTask::new(&other, &data, fresh).unwrap();
     let err = run(&mut task, &other.train, &opts(&full_dir, true, None, &other)).unwrap_err().to_string();
@@ -85,7 +85,7 @@ fn resumed_run_is_bit_identical_and_a_k_mismatch_is_refused() {
 fn demo_config_parses_and_builds_diffusion_dynamics() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/demo/dynamics-diffusion.toml");
     let cfg: crate::DynamicsRunConfig = jinn_train::config::load(Some(&path), &[]).unwrap();
-    assert_eq!((cfg.model.kind, cfg.model.denoise_steps), (crate::DynamicsKind::Diffusion, 64));
+    assert_eq!(cfg.model.diffusion().map(|d| d.denoise_steps), Some(64));
     cfg.train.validate().unwrap();
     let model = cfg.model.init_diffusion(8, cfg.lam.coder.latent_dim, &Device::flex()).unwrap();
     assert_eq!((model.levels(), model.latent_dim(), model.action_dim()), (64, 8, 32));

@@ -1,6 +1,6 @@
 use super::*;
 use crate::dynamics::DynamicsKind;
-use crate::genie::tests::{bits, component_runs, tiny_dynamics};
+use crate::genie::tests::{bits, component_runs, reversible, tiny_dynamics};
 use crate::genie::{assemble_genie, ActionSource};
 use crate::tokenizer::task::tests::tiny_dataset;
 use burn::tensor::Device;
@@ -50,7 +50,7 @@ fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {
 
 #[test]
 fn resumed_reversible_run_is_bit_identical() {
-    let dynamics = DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let dynamics = reversible(tiny_dynamics(DynamicsKind::MaskGit));
     resume_is_bit_identical(dynamics);
 }
 
@@ -141,12 +141,10 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
     let device = Device::flex().autodiff();
     // MaskGIT with every input on (code embeddings of a trained LAM, the previous frame,
     // changed-token weights), and causal dynamics on a co-trained LAM.
-    let maskgit = DynamicsConfig {
-        lam_code_embedding: true,
-        previous_frame_input: true,
-        changed_token_weight: 3.0,
-        ..tiny_dynamics(DynamicsKind::MaskGit)
-    };
+    let mut maskgit = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let settings = maskgit.maskgit_mut().unwrap();
+    settings.previous_frame_input = true;
+    settings.tokens.changed_token_weight = 3.0;
     let causal = tiny_dynamics(DynamicsKind::Causal);
     let co_trained = ActionSource::CoTrain(crate::lam::tests::tiny());
     for (dynamics, source) in [(maskgit, ActionSource::LamRun(&lam)), (causal, co_trained)] {
@@ -164,7 +162,7 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
 #[test]
 fn reversible_dynamics_refuse_bf16_by_name() {
     let (_root, data, tok, _) = runs();
-    let dynamics = DynamicsConfig { reversible: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let dynamics = reversible(tiny_dynamics(DynamicsKind::MaskGit));
     let source = ActionSource::CoTrain(crate::lam::tests::tiny());
     let (genie, genie_cfg) = assemble_genie(&tok, source, &dynamics, &Device::flex().autodiff()).unwrap();
     let task = DynamicsTask::new(&run_cfg(genie_cfg), &data, genie).unwrap();

@@ -1,4 +1,4 @@
-use super::super::tests::{tiny_dynamics, tiny_tokenizer};
+use super::super::tests::{reversible, tiny_dynamics, tiny_tokenizer};
 use super::super::{ActionConfig, Genie, GenieConfig};
 use crate::dynamics::DynamicsKind;
 use crate::grad_check::assert_grads_close;
@@ -15,7 +15,7 @@ fn reversible_genie(kind: DynamicsKind, device: &Device) -> Genie {
     let cfg = GenieConfig {
         tokenizer: tiny_tokenizer(),
         actions: ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: true },
-        dynamics: crate::dynamics::DynamicsConfig { num_blocks: 2, reversible: true, ..tiny_dynamics(kind) },
+        dynamics: crate::dynamics::DynamicsConfig { num_blocks: 2, ..reversible(tiny_dynamics(kind)) },
     };
     cfg.init(device).unwrap()
 }

@@ -70,8 +70,8 @@ pub(crate) fn four_digits(x: f64) -> String {
 }
 
 /// Print the step's matmul work, the rate the step reached, and the floor that work sets at
-/// `peak_gflops` (this backend's best matmul rate) next to `target_ms`.
-pub(super) fn print(macs: u64, median_ms: f64, peak_gflops: f64, target_ms: f64) {
+/// `peak_gflops` (this backend's best matmul rate), next to `target_ms` where there is one.
+pub(super) fn print(macs: u64, median_ms: f64, peak_gflops: f64, target_ms: Option<f64>) {
     let gflop = 2.0 * macs as f64 / 1e9;
     let achieved = gflop / (median_ms / 1e3);
     let floor_ms = gflop / peak_gflops * 1e3;
@@ -83,12 +83,16 @@ pub(super) fn print(macs: u64, median_ms: f64, peak_gflops: f64, target_ms: f64)
         four_digits(achieved),
         100.0 * achieved / peak_gflops
     );
+    let floor = format!("compute floor: {} ms/step (the matmuls alone at that peak)", four_digits(floor_ms));
+    let Some(target_ms) = target_ms else {
+        println!("{floor}");
+        return;
+    };
     let needed = gflop / (target_ms / 1e3);
     let verdict = if needed > peak_gflops { ": unreachable with this backend's matmul" } else { "" };
     println!(
-        "compute floor: {} ms/step (the matmuls alone at that peak); the {target_ms:.0} ms target needs \
-         {} GFLOP/s over the whole step, {:.0}% of that peak{verdict}",
-        four_digits(floor_ms),
+        "{floor}; the {target_ms:.0} ms target needs {} GFLOP/s over the whole step, {:.0}% of that \
+         peak{verdict}",
         four_digits(needed),
         100.0 * needed / peak_gflops
     );

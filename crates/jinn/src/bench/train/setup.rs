@@ -11,7 +11,7 @@ use jinn_data::FrameShape;
 use jinn_train::config::TrainConfig;
 use jinn_world::{
     CoderConfig, DataConfig, DynamicsConfig, DynamicsKind, DynamicsRunConfig, LamConfig, LamRunConfig,
-    TokenizerConfig, TokenizerRunConfig,
+    MaeConfig, TokenizerConfig, TokenizerKind, TokenizerRunConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -22,9 +22,11 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DynamicsBenchConfig {
-    /// Architecture of the frozen tokenizer.
+    /// Architecture of the frozen tokenizer: VQ for MaskGIT and causal dynamics, MAE for
+    /// diffusion (Jasmine's MAE defaults when the section is absent and `model.kind` is
+    /// `diffusion`).
     pub tokenizer: TokenizerConfig,
-    /// The dynamics model (`maskgit` or `causal`).
+    /// The dynamics model, of any kind.
     pub model: DynamicsConfig,
     /// Architecture of the frozen LAM.
     pub lam: LamConfig,
@@ -52,18 +54,24 @@ pub(super) fn registered(
 }
 
 /// The dynamics task of `jinn train dynamics --tokenizer TOK --lam LAM`, with TOK and LAM fresh
-/// seeded runs in `tmp`, and its train settings.
+/// seeded runs in `tmp`, its train settings and its kind.
 pub(super) fn dynamics(
     a: &TrainBenchArgs,
     tmp: &Path,
     device: Device,
-) -> anyhow::Result<(Box<dyn AnyTask>, TrainConfig)> {
+) -> anyhow::Result<(Box<dyn AnyTask>, TrainConfig, DynamicsKind)> {
     let mut cfg: DynamicsBenchConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
     prepare_train(&mut cfg.train, a);
-    if cfg.model.kind == DynamicsKind::Diffusion {
+    let kind = cfg.model.kind();
+    let wanted = if kind == DynamicsKind::Diffusion { TokenizerKind::Mae } else { TokenizerKind::Vq };
+    if kind == DynamicsKind::Diffusion && cfg.tokenizer == TokenizerConfig::default() {
+        cfg.tokenizer = TokenizerConfig::Mae(MaeConfig::default());
+    }
+    if cfg.tokenizer.kind() != wanted {
         bail!(
-            "model.kind is diffusion; jinn bench train --task dynamics times MaskGIT or causal dynamics \
-             on a VQ tokenizer"
+            "model.kind is {kind}, which runs on a `{wanted}` tokenizer; the [tokenizer] section is a `{}` \
+             tokenizer (set tokenizer.kind = \"{wanted}\" with that kind's fields)",
+            cfg.tokenizer.kind()
         );
     }
     let tokenizer_cfg =
@@ -99,7 +107,7 @@ pub(super) fn dynamics(
         describe_lam(&run_cfg.lam),
         describe_run(&run_cfg.train, run_cfg.data.seq_len, a)
     );
-    Ok((built.task, run_cfg.train))
+    Ok((built.task, run_cfg.train, kind))
 }
 
 /// Build `task` from `cfg` on `data` and write its untrained model as the step-0 checkpoint
@@ -137,8 +145,13 @@ fn describe(cfg: &dyn RunConfig) -> String {
     if let Some(c) = any.downcast_ref::<DynamicsRunConfig>() {
         let m = &c.model;
         return format!(
-            "{:?} dynamics width {}, FFN {}, {} heads, {} blocks, action dim {}",
-            m.kind, m.model_dim, m.ffn_dim, m.num_heads, m.num_blocks, m.action_dim
+            "{} dynamics width {}, FFN {}, {} heads, {} blocks, action dim {}",
+            m.kind(),
+            m.model_dim,
+            m.ffn_dim,
+            m.num_heads,
+            m.num_blocks,
+            m.action_dim
         );
     }
     format!("{} model", cfg.kind())

@@ -1,0 +1,274 @@
+//! The `model` section of a dynamics run: the settings every kind reads, and, tagged by
+//! `kind`, each kind's own ([`KindConfig`]). A kind's config has no field it ignores; a key of
+//! another kind set in a config is an error naming it.
+
+use crate::diffusion::DiffusionConfig;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// Which dynamics model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DynamicsKind {
+    /// Masked token prediction, spatial full / temporal causal attention
+    /// ([`crate::dynamics::maskgit`]).
+    #[default]
+    MaskGit,
+    /// Next token within the frame, spatial and temporal causal attention
+    /// ([`crate::dynamics::causal`]).
+    Causal,
+    /// Diffusion forcing on an MAE tokenizer's continuous latents
+    /// ([`crate::diffusion::DiffusionDynamics`]).
+    Diffusion,
+}
+
+/// Every dynamics kind, in `DynamicsKind` order.
+pub const DYNAMICS_KINDS: [DynamicsKind; 3] =
+    [DynamicsKind::MaskGit, DynamicsKind::Causal, DynamicsKind::Diffusion];
+
+impl std::str::FromStr for DynamicsKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        DYNAMICS_KINDS.into_iter().find(|k| k.to_string() == s).ok_or_else(|| {
+            format!("unknown dynamics kind `{s}`; expected `maskgit`, `causal` or `diffusion`")
+        })
+    }
+}
+
+impl std::fmt::Display for DynamicsKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DynamicsKind::MaskGit => "maskgit",
+            DynamicsKind::Causal => "causal",
+            DynamicsKind::Diffusion => "diffusion",
+        })
+    }
+}
+
+/// Architecture and loss settings of a dynamics model (the `model` section of a dynamics run
+/// config). Defaults are Jasmine's: width 512, FFN 2048, 8 heads, 6 blocks, MaskGIT with mask
+/// ratio `U[0.5, 1)`, no z-loss. The codebook size and action width come from the tokenizer
+/// and the action source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DynamicsConfig {
+    /// Transformer width `M`.
+    pub model_dim: usize,
+    /// FFN hidden width `D`.
+    pub ffn_dim: usize,
+    /// Attention heads (must divide `model_dim`).
+    pub num_heads: usize,
+    /// Axial blocks.
+    pub num_blocks: usize,
+    /// Width of ground-truth action embeddings (`--actions gt`); with a LAM the LAM's latent
+    /// width is used.
+    pub action_dim: usize,
+    /// With a trained (frozen) LAM: condition on a learned embedding `[K, L]` of the LAM's
+    /// code index instead of the code vector itself (Jasmine: `false`). A LAM whose codes lie
+    /// close together (cosine ≈ 0.99) hands the dynamics nearly equal vectors; an embedding
+    /// keeps the codes' identities apart. Not for a co-trained LAM (an index passes no
+    /// gradient).
+    pub lam_code_embedding: bool,
+    /// The kind (`kind = "maskgit"`, `"causal"` or `"diffusion"`) and its own settings.
+    #[serde(flatten)]
+    pub per_kind: KindConfig,
+}
+
+/// A dynamics kind with the settings only it reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum KindConfig {
+    /// MaskGIT ([`crate::dynamics::maskgit`]).
+    MaskGit(MaskGitConfig),
+    /// Causal ([`crate::dynamics::causal`]).
+    Causal(TokenDynamicsConfig),
+    /// Diffusion forcing ([`crate::diffusion`]).
+    Diffusion(DiffusionConfig),
+}
+
+/// The settings of the kinds that predict tokenizer codes (MaskGIT and causal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenDynamicsConfig {
+    /// Weight of the z-loss `mean(logsumexp(logits)²)` over the loss positions (0 = off).
+    pub z_loss_weight: f64,
+    /// Loss weight of the tokens that differ from the token at the same position one frame
+    /// earlier, relative to 1 for the others (Jasmine: 1, every token alike). The moving
+    /// objects of a game — its ball — are a few tokens per frame against a static scene; a
+    /// weight above 1 spends the loss on them.
+    pub changed_token_weight: f64,
+    /// Reversible backbone: `num_blocks` reversible axial blocks (additive coupling on two
+    /// `model_dim/2` halves, F = spatial+temporal attention with `num_heads` heads per half,
+    /// G = FFN) instead of the axial blocks, trained with memory-free backprop
+    /// ([`crate::genie::reversible`]).
+    pub reversible: bool,
+}
+
+impl Default for TokenDynamicsConfig {
+    fn default() -> Self {
+        TokenDynamicsConfig { z_loss_weight: 0.0, changed_token_weight: 1.0, reversible: false }
+    }
+}
+
+/// MaskGIT's settings: the token settings and its masking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MaskGitConfig {
+    /// The per-sample mask ratio is drawn from `U[mask_limit, 1)`.
+    pub mask_limit: f64,
+    /// Every token slot of frame `t` also receives a learned embedding of the token at the
+    /// same position in frame `t − 1` (not in Jasmine). Training masks each frame with ratio
+    /// `p ≥ mask_limit`, so without it a masked frame rarely sees the previous frames' ball
+    /// tokens that fix where the ball goes next, while at sampling the context is always
+    /// whole; with it every masked frame sees its predecessor whole, as in a rollout.
+    pub previous_frame_input: bool,
+    /// Loss weights and backbone.
+    #[serde(flatten)]
+    pub tokens: TokenDynamicsConfig,
+}
+
+impl Default for MaskGitConfig {
+    fn default() -> Self {
+        MaskGitConfig { mask_limit: 0.5, previous_frame_input: false, tokens: TokenDynamicsConfig::default() }
+    }
+}
+
+impl KindConfig {
+    /// The default settings of `kind`.
+    pub fn default_for(kind: DynamicsKind) -> Self {
+        match kind {
+            DynamicsKind::MaskGit => KindConfig::MaskGit(MaskGitConfig::default()),
+            DynamicsKind::Causal => KindConfig::Causal(TokenDynamicsConfig::default()),
+            DynamicsKind::Diffusion => KindConfig::Diffusion(DiffusionConfig::default()),
+        }
+    }
+
+    /// Which kind this is.
+    pub fn kind(&self) -> DynamicsKind {
+        match self {
+            KindConfig::MaskGit(_) => DynamicsKind::MaskGit,
+            KindConfig::Causal(_) => DynamicsKind::Causal,
+            KindConfig::Diffusion(_) => DynamicsKind::Diffusion,
+        }
+    }
+}
+
+impl Default for DynamicsConfig {
+    fn default() -> Self {
+        DynamicsConfig {
+            model_dim: 512,
+            ffn_dim: 2048,
+            num_heads: 8,
+            num_blocks: 6,
+            action_dim: 32,
+            lam_code_embedding: false,
+            per_kind: KindConfig::MaskGit(MaskGitConfig::default()),
+        }
+    }
+}
+
+impl DynamicsConfig {
+    /// Jasmine's defaults with `kind`'s default settings.
+    pub fn default_for(kind: DynamicsKind) -> Self {
+        DynamicsConfig { per_kind: KindConfig::default_for(kind), ..DynamicsConfig::default() }
+    }
+
+    /// Which dynamics model.
+    pub fn kind(&self) -> DynamicsKind {
+        self.per_kind.kind()
+    }
+
+    /// MaskGIT's settings (`None` for another kind).
+    pub fn maskgit(&self) -> Option<&MaskGitConfig> {
+        match &self.per_kind {
+            KindConfig::MaskGit(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The token settings of MaskGIT and causal dynamics (`None` for diffusion).
+    pub fn tokens(&self) -> Option<&TokenDynamicsConfig> {
+        match &self.per_kind {
+            KindConfig::MaskGit(c) => Some(&c.tokens),
+            KindConfig::Causal(c) => Some(c),
+            KindConfig::Diffusion(_) => None,
+        }
+    }
+
+    /// MaskGIT's settings to change (`None` for another kind).
+    pub fn maskgit_mut(&mut self) -> Option<&mut MaskGitConfig> {
+        match &mut self.per_kind {
+            KindConfig::MaskGit(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The token settings to change (`None` for diffusion).
+    pub fn tokens_mut(&mut self) -> Option<&mut TokenDynamicsConfig> {
+        match &mut self.per_kind {
+            KindConfig::MaskGit(c) => Some(&mut c.tokens),
+            KindConfig::Causal(c) => Some(c),
+            KindConfig::Diffusion(_) => None,
+        }
+    }
+
+    /// Diffusion's settings (`None` for another kind).
+    pub fn diffusion(&self) -> Option<&DiffusionConfig> {
+        match &self.per_kind {
+            KindConfig::Diffusion(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Whether the backbone is reversible (only token dynamics can be).
+    pub fn reversible(&self) -> bool {
+        self.tokens().is_some_and(|t| t.reversible)
+    }
+}
+
+/// `kind`'s default config as a JSON object, without `kind`.
+fn default_fields(kind: DynamicsKind) -> Map<String, Value> {
+    jinn_train::config::fields_without_kind(&DynamicsConfig::default_for(kind))
+}
+
+/// Removes `key` from `fields` and reads it as a `T` (`default` when absent).
+fn take<T: DeserializeOwned>(fields: &mut Map<String, Value>, key: &str, default: T) -> Result<T, String> {
+    match fields.remove(key) {
+        None => Ok(default),
+        Some(v) => serde_json::from_value(v).map_err(|e| format!("`{key}`: {e}")),
+    }
+}
+
+impl<'de> Deserialize<'de> for DynamicsConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (kind, fields) = jinn_train::config::take_kind::<DynamicsKind>(Map::deserialize(deserializer)?)
+            .map_err(D::Error::custom)?;
+        let others: Vec<Map<String, Value>> =
+            DYNAMICS_KINDS.into_iter().filter(|k| *k != kind).map(default_fields).collect();
+        let mut fields = jinn_train::config::own_kind_fields(
+            fields,
+            &kind.to_string(),
+            "dynamics model",
+            &default_fields(kind),
+            &others,
+        )
+        .map_err(D::Error::custom)?;
+        let d = DynamicsConfig::default();
+        let shared = (|| {
+            Ok::<_, String>(DynamicsConfig {
+                model_dim: take(&mut fields, "model_dim", d.model_dim)?,
+                ffn_dim: take(&mut fields, "ffn_dim", d.ffn_dim)?,
+                num_heads: take(&mut fields, "num_heads", d.num_heads)?,
+                num_blocks: take(&mut fields, "num_blocks", d.num_blocks)?,
+                action_dim: take(&mut fields, "action_dim", d.action_dim)?,
+                lam_code_embedding: take(&mut fields, "lam_code_embedding", d.lam_code_embedding)?,
+                per_kind: d.per_kind.clone(),
+            })
+        })()
+        .map_err(D::Error::custom)?;
+        fields.insert("kind".into(), Value::String(kind.to_string()));
+        let per_kind = KindConfig::deserialize(Value::Object(fields))
+            .map_err(|e| D::Error::custom(format!("a `{kind}` dynamics model config: {e}")))?;
+        Ok(DynamicsConfig { per_kind, ..shared })
+    }
+}
