@@ -239,6 +239,21 @@ fn take<T: DeserializeOwned>(fields: &mut Map<String, Value>, key: &str, default
     }
 }
 
+/// The settings every kind shares, taken out of `fields` (Jasmine's defaults where absent),
+/// with MaskGIT's default settings in `per_kind`.
+fn shared_settings(fields: &mut Map<String, Value>) -> Result<DynamicsConfig, String> {
+    let d = DynamicsConfig::default();
+    Ok(DynamicsConfig {
+        model_dim: take(fields, "model_dim", d.model_dim)?,
+        ffn_dim: take(fields, "ffn_dim", d.ffn_dim)?,
+        num_heads: take(fields, "num_heads", d.num_heads)?,
+        num_blocks: take(fields, "num_blocks", d.num_blocks)?,
+        action_dim: take(fields, "action_dim", d.action_dim)?,
+        lam_code_embedding: take(fields, "lam_code_embedding", d.lam_code_embedding)?,
+        per_kind: d.per_kind,
+    })
+}
+
 impl<'de> Deserialize<'de> for DynamicsConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let (kind, fields) = jinn_train::config::take_kind::<DynamicsKind>(Map::deserialize(deserializer)?)
@@ -253,19 +268,7 @@ impl<'de> Deserialize<'de> for DynamicsConfig {
             &others,
         )
         .map_err(D::Error::custom)?;
-        let d = DynamicsConfig::default();
-        let shared = (|| {
-            Ok::<_, String>(DynamicsConfig {
-                model_dim: take(&mut fields, "model_dim", d.model_dim)?,
-                ffn_dim: take(&mut fields, "ffn_dim", d.ffn_dim)?,
-                num_heads: take(&mut fields, "num_heads", d.num_heads)?,
-                num_blocks: take(&mut fields, "num_blocks", d.num_blocks)?,
-                action_dim: take(&mut fields, "action_dim", d.action_dim)?,
-                lam_code_embedding: take(&mut fields, "lam_code_embedding", d.lam_code_embedding)?,
-                per_kind: d.per_kind.clone(),
-            })
-        })()
-        .map_err(D::Error::custom)?;
+        let shared = shared_settings(&mut fields).map_err(D::Error::custom)?;
         fields.insert("kind".into(), Value::String(kind.to_string()));
         let per_kind = KindConfig::deserialize(Value::Object(fields))
             .map_err(|e| D::Error::custom(format!("a `{kind}` dynamics model config: {e}")))?;

@@ -339,7 +339,9 @@ fn each_kind_reads_only_its_own_settings() {
     assert!(err.contains("unknown field `z_los_weight`") && err.contains("z_loss_weight"), "{err}");
     // Values of the kind's own fields are typed.
     let err = resolve("[model]\nkind = \"diffusion\"\ndenoise_steps = \"many\"", &[]).unwrap_err();
-    assert!(err.contains("denoise_steps") || err.contains("invalid type"), "{err}");
+    assert!(err.contains("a `diffusion` dynamics model config") && err.contains("invalid type"), "{err}");
+    let err = resolve("[model]\nkind = \"causal\"\nmodel_dim = \"wide\"", &[]).unwrap_err();
+    assert!(err.contains("`model_dim`: invalid type"), "{err}");
 }
 
 #[test]
