@@ -165,6 +165,27 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
         let v = m[key].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&v), "{key}: {m}");
     }
+    // Where the ball vanished: at most once per start, each place listed once.
+    assert_eq!(m["ball_starts"].as_u64(), Some(2), "{m}");
+    let vanished = m["ball_vanished"].as_array().unwrap();
+    let starts: u64 = vanished.iter().map(|v| v["starts"].as_u64().unwrap()).sum();
+    assert!(starts <= 2 && vanished.iter().all(|v| v["returned"].as_u64() <= v["starts"].as_u64()), "{m}");
+    let places: std::collections::HashSet<&str> =
+        vanished.iter().map(|v| v["place"].as_str().unwrap()).collect();
+    assert_eq!(places.len(), vanished.len(), "{m}");
+    assert!(text(&o).contains(&format!("the ball vanished in {starts} of 2 starts")), "{}", text(&o));
+    // Replaying the LAM's codes needs a LAM.
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "eval", "play", "--ckpt", gt.to_str().unwrap(), "--data", data.to_str().unwrap(), "--replay",
+        "--starts", "1", "--hold", "1", "--play-steps", "2", "--maskgit-steps", "1",
+        "--out", out.to_str().unwrap(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--replay") && text(&o).contains("no LAM"),
+        "{}",
+        text(&o)
+    );
     let o = play(&demo.join("dynamics"));
     assert!(!o.status.success() && text(&o).contains("ArrowLeft and ArrowRight"), "{}", text(&o));
 }

@@ -38,7 +38,7 @@ pub(crate) const PADDLE_H: i32 = 2;
 pub(crate) const PADDLE_Y: i32 = 57;
 pub(crate) const PADDLE_SPEED: i32 = 3;
 pub(crate) const BALL: i32 = 3;
-const BALL_VY: i32 = 2;
+pub(crate) const BALL_VY: i32 = 2;
 const SERVE_VX: [i32; 4] = [-2, -1, 1, 2];
 
 pub(crate) const BACKGROUND: Rgb = [8, 8, 20];

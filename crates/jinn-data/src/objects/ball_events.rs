@@ -13,7 +13,7 @@
 //! centre by about as much as the smallest change.
 
 use super::breakout::BreakoutObjects;
-use crate::envs::breakout::{BALL, PADDLE_Y};
+use crate::envs::breakout::{BALL, BALL_VY, BRICKS_Y, BRICK_H, BRICK_ROWS, PADDLE_Y, SIDE_WALL};
 use crate::envs::raster::LOGICAL_SIZE;
 use crate::episode::FrameShape;
 use serde::Serialize;
@@ -56,11 +56,14 @@ impl BallEvent {
 /// (moved as between the two frames before, or rode the paddle), where no ball is seen, and
 /// at frame 0.
 pub fn ball_events(track: &[BreakoutObjects], shape: FrameShape) -> Vec<Option<BallEvent>> {
-    let unit = [shape.width as f64 / LOGICAL_SIZE as f64, shape.height as f64 / LOGICAL_SIZE as f64];
-    // Pixel row r is at y = r, so a shape's centre sits half a pixel above its logical centre.
-    let rest_y = (PADDLE_Y as f64 - BALL as f64 / 2.0) * unit[1] - 0.5;
-    let reading = Reading { unit, rest_y };
+    let reading = Reading::new(shape);
     (0..track.len()).map(|t| reading.event(track, t)).collect()
+}
+
+/// Whether the ball of a frame of `shape` sits at the height of a ball resting on the paddle
+/// (resting, riding it, or touching it in a bounce).
+pub fn ball_at_rest_height(objects: &BreakoutObjects, shape: FrameShape) -> bool {
+    objects.ball.is_some_and(|c| Reading::new(shape).resting(c))
 }
 
 /// Logical units in pixels, and the centre row of a ball resting on the paddle.
@@ -70,6 +73,13 @@ struct Reading {
 }
 
 impl Reading {
+    fn new(shape: FrameShape) -> Reading {
+        let unit = [shape.width as f64 / LOGICAL_SIZE as f64, shape.height as f64 / LOGICAL_SIZE as f64];
+        // Pixel row r is at y = r, so a shape's centre sits half a pixel above its logical centre.
+        let rest_y = (PADDLE_Y as f64 - BALL as f64 / 2.0) * unit[1] - 0.5;
+        Reading { unit, rest_y }
+    }
+
     /// Velocity (px per frame) from `a` to `b`.
     fn velocity(a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
         [b[0] - a[0], b[1] - a[1]]
@@ -143,4 +153,93 @@ impl Reading {
         }
         Some(if track[t].bricks < track[t - 1].bricks { BallEvent::BrickHit } else { BallEvent::WallBounce })
     }
+}
+
+/// Where the ball was last seen before it vanished (see [`first_vanishing`]): the places where
+/// the game makes it bounce, break a brick or be put back, and the open field between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VanishPlace {
+    /// Below the paddle's top edge, falling out of the frame: the game would put it back on
+    /// the paddle.
+    BelowPaddle,
+    /// Within two steps of landing on the paddle (its row, above the paddle's top edge).
+    AtPaddle,
+    /// Within two steps of the lowest brick row's bottom edge, or among the bricks.
+    AtBricks,
+    /// Within two steps of a side wall.
+    AtSideWall,
+    /// In the open field between them.
+    Open,
+}
+
+/// Every [`VanishPlace`], in the order reports list them.
+pub const VANISH_PLACES: [VanishPlace; 5] = [
+    VanishPlace::AtBricks,
+    VanishPlace::AtPaddle,
+    VanishPlace::BelowPaddle,
+    VanishPlace::AtSideWall,
+    VanishPlace::Open,
+];
+
+impl VanishPlace {
+    /// A short label for reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            VanishPlace::BelowPaddle => "below the paddle",
+            VanishPlace::AtPaddle => "at the paddle",
+            VanishPlace::AtBricks => "at the bricks",
+            VanishPlace::AtSideWall => "at a side wall",
+            VanishPlace::Open => "in the open",
+        }
+    }
+
+    /// The place of a ball centred at `c` (logical units, the canvas being `LOGICAL_SIZE`
+    /// units square).
+    pub fn of_logical_centre(c: [f64; 2]) -> VanishPlace {
+        // Within two steps of the ball's fastest flight: at most 4 units between the ball's
+        // edge and the obstacle. The game's ball centres sit at half units, so each bound lies
+        // half a unit from the nearest centre on either side and a detector's sub-unit error
+        // does not move a ball across it.
+        let reach = (2 * BALL_VY) as f64 + BALL as f64 / 2.0 + 0.5;
+        let bricks_bottom = (BRICKS_Y + BRICK_ROWS as i32 * BRICK_H) as f64;
+        let (x, y) = (c[0], c[1]);
+        if y > PADDLE_Y as f64 {
+            VanishPlace::BelowPaddle
+        } else if y >= PADDLE_Y as f64 - reach {
+            VanishPlace::AtPaddle
+        } else if y <= bricks_bottom + reach {
+            VanishPlace::AtBricks
+        } else if x <= SIDE_WALL as f64 + reach || x >= (LOGICAL_SIZE - SIDE_WALL) as f64 - reach {
+            VanishPlace::AtSideWall
+        } else {
+            VanishPlace::Open
+        }
+    }
+}
+
+/// The first frame of a track at which a ball seen the frame before is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BallVanishing {
+    /// Index of the first frame without the ball.
+    pub frame: usize,
+    /// Where it was last seen.
+    pub place: VanishPlace,
+    /// Whether a ball is seen again in a later frame of the track.
+    pub returned: bool,
+}
+
+/// The first frame `t ≥ from` of `track` (consecutive frames of `shape`) where the ball of
+/// frame `t − 1` is gone, and where it was last seen; `None` when the ball never vanishes
+/// there. (The game itself never shows a frame without its ball: one that falls out is put
+/// back on the paddle at once.)
+pub fn first_vanishing(track: &[BreakoutObjects], shape: FrameShape, from: usize) -> Option<BallVanishing> {
+    let frame =
+        (from.max(1)..track.len()).find(|&t| track[t - 1].ball.is_some() && track[t].ball.is_none())?;
+    let last = track[frame - 1].ball.expect("seen the frame before");
+    // Pixel (column, row) k covers logical [k, k + 1) / unit: its centre is at (k + 0.5) / unit.
+    let unit = [shape.width as f64 / LOGICAL_SIZE as f64, shape.height as f64 / LOGICAL_SIZE as f64];
+    let centre = [(last[0] + 0.5) / unit[0], (last[1] + 0.5) / unit[1]];
+    let returned = track[frame + 1..].iter().any(|o| o.ball.is_some());
+    Some(BallVanishing { frame, place: VanishPlace::of_logical_centre(centre), returned })
 }

@@ -428,3 +428,64 @@ fn ball_events_read_off_frames_match_the_game() {
         assert_eq!(agree, frames, "{h}x{w}: frames where the reading and the game agree");
     }
 }
+
+#[test]
+fn a_vanishing_ball_is_placed_where_the_game_last_had_it() {
+    // Real tracks with the ball erased for three frames from every frame in turn; the place is
+    // checked against the game's own ball.
+    for (h, w) in [(64, 64), (128, 96), (96, 192)] {
+        let shape = FrameShape { height: h, width: w, channels: 3 };
+        let mut seen = std::collections::HashMap::new();
+        for episode in 0..3u64 {
+            let mut game = Breakout::new(shape);
+            game.reset(episode);
+            let mut policy = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
+            let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
+            let mut centres = vec![game.ball_centre().unwrap()];
+            for _ in 0..400 {
+                if game.step(policy.act()).unwrap().done {
+                    break;
+                }
+                track.push(detect_breakout(&render(&game), shape).unwrap());
+                centres.push(game.ball_centre().expect("the game always shows its ball"));
+                if game.ball_resting() {
+                    assert!(ball_at_rest_height(track.last().unwrap(), shape), "{h}x{w}: a resting ball");
+                }
+            }
+            assert_eq!(first_vanishing(&track, shape, 1), None, "the game never loses sight of its ball");
+            for cut in 1..track.len() {
+                let mut erased = track.clone();
+                for o in erased.iter_mut().skip(cut).take(3) {
+                    o.ball = None;
+                }
+                let v = first_vanishing(&erased, shape, 1).expect("the ball vanishes at the cut");
+                let expected = VanishPlace::of_logical_centre(centres[cut - 1]);
+                assert_eq!((v.frame, v.place), (cut, expected), "{h}x{w} episode {episode} cut {cut}");
+                assert_eq!(v.returned, cut + 3 < track.len());
+                *seen.entry(expected).or_insert(0usize) += 1;
+            }
+        }
+        for place in VANISH_PLACES {
+            assert!(seen.get(&place).copied().unwrap_or(0) >= 3, "{h}x{w}: {place:?} seen {seen:?}");
+        }
+    }
+    // The places, from the game's geometry (logical units; the canvas is 64 square).
+    for (centre, place) in [
+        ([32.0, 55.5], VanishPlace::AtPaddle), // resting on the paddle
+        ([32.0, 59.0], VanishPlace::BelowPaddle),
+        ([32.0, 30.0], VanishPlace::AtBricks), // just below the lowest row
+        ([32.0, 5.5], VanishPlace::AtBricks),  // above the rows, under the top wall
+        ([4.0, 44.0], VanishPlace::AtSideWall),
+        ([60.0, 44.0], VanishPlace::AtSideWall),
+        ([32.0, 44.0], VanishPlace::Open),
+    ] {
+        assert_eq!(VanishPlace::of_logical_centre(centre), place, "{centre:?}");
+    }
+    // A ball gone before `from` does not count.
+    let shape = FrameShape { height: 64, width: 64, channels: 3 };
+    let mut game = Breakout::new(shape);
+    game.reset(0);
+    let seen = detect_breakout(&render(&game), shape).unwrap();
+    let gone = BreakoutObjects { ball: None, ..seen.clone() };
+    assert_eq!(first_vanishing(&[seen.clone(), gone.clone(), gone], shape, 2), None);
+}

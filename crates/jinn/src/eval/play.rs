@@ -20,8 +20,8 @@ use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::objects::{
-    breakout_paddle_range, breakout_paddle_step, detect_breakout, off_palette_share, Game,
-    DEFAULT_OFF_PALETTE_THRESHOLD,
+    ball_at_rest_height, ball_events, breakout_paddle_range, breakout_paddle_step, detect_breakout,
+    first_vanishing, off_palette_share, Game, VanishPlace, BALL_EVENTS, DEFAULT_OFF_PALETTE_THRESHOLD,
 };
 use jinn_data::FrameShape;
 use jinn_serve::api::FrameReply;
@@ -60,6 +60,16 @@ pub struct EvalPlayArgs {
     /// Frames the dynamics sees per step (default: `jinn play`'s).
     #[arg(long)]
     pub window: Option<usize>,
+    /// Keys pressed at random in the ball-in-play starts: every action of the page, or only
+    /// those it binds to a key by an action's name (arrows, space), leaving out latent codes
+    /// without a clear partner action.
+    #[arg(long, value_enum, default_value_t = PlayKeys::All)]
+    pub keys: PlayKeys,
+    /// Drive the ball-in-play starts with the LAM's codes of the real continuation instead of
+    /// random keys: the gap to the random-key figure is what the codes tell the model about
+    /// the ball beyond the keys' meaning.
+    #[arg(long)]
+    pub replay: bool,
     /// Take the most likely token instead of sampling.
     #[arg(long)]
     pub argmax: bool,
@@ -72,6 +82,16 @@ pub struct EvalPlayArgs {
     /// Compute device.
     #[command(flatten)]
     pub device: DeviceArgs,
+}
+
+/// Which keys `jinn eval play` presses at random (`--keys`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlayKeys {
+    /// Every key of the page.
+    All,
+    /// Only the actions bound to a key by an action's name.
+    Named,
 }
 
 /// One steering trial: the paddle's centre before and after holding each key.
@@ -92,11 +112,38 @@ pub struct SteeringTrial {
     pub room: [bool; 2],
 }
 
+/// Starts of the ball measurement whose ball vanished at the same place.
+#[derive(Debug, Clone, Serialize)]
+pub struct BallVanished {
+    /// Where the ball was last seen.
+    pub place: VanishPlace,
+    /// Starts where it vanished so.
+    pub starts: usize,
+    /// Of those, starts where a ball was seen again later.
+    pub returned: usize,
+}
+
+/// One latent code on the real transitions of the ball-in-play starts: what the ball did
+/// when the LAM chose it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CodeAndBall {
+    /// Transitions given this code.
+    pub transitions: usize,
+    /// Of those, transitions into a frame with the ball at the height of one resting on the
+    /// paddle.
+    pub at_rest_height: usize,
+    /// Of those, transitions by which the ball changed its course, per event, in
+    /// [`BALL_EVENTS`] order.
+    pub events: [usize; BALL_EVENTS.len()],
+}
+
 /// What `jinn eval play` measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlayMetrics {
     /// Action ids driven as left and right, with their labels.
     pub left: (u32, String),
+    /// The page's label of each action id.
+    pub labels: Vec<String>,
     /// See `left`.
     pub right: (u32, String),
     /// Required paddle movement (px) over the hold (8 px at 64 px width).
@@ -112,6 +159,15 @@ pub struct PlayMetrics {
     pub played_frames: usize,
     /// The same share over the real continuation of those episodes.
     pub ball_present_real: f64,
+    /// Starts played for `ball_present`.
+    pub ball_starts: usize,
+    /// Where the ball first vanished in those starts, the starts where it did, and of those
+    /// the starts where a ball came back later; most starts first.
+    pub ball_vanished: Vec<BallVanished>,
+    /// For a model with a LAM, each latent code on the real frames of the ball-in-play
+    /// starts: a code that goes with the ball's state rather than a key, pressed at random,
+    /// tells the dynamics something the frames contradict.
+    pub codes_and_ball: Vec<CodeAndBall>,
     /// Mean off-palette share of the played frames.
     pub off_palette: f64,
     /// Mean off-palette share of the tokenizer's reconstructions of real frames.
@@ -227,7 +283,19 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     let threshold = DEFAULT_OFF_PALETTE_THRESHOLD;
     let (mut played, mut with_ball, mut real_frames, mut real_with_ball) = (0usize, 0usize, 0usize, 0usize);
     let (mut off, mut off_recon, mut recon_frames) = (0.0, 0.0, 0usize);
+    // The keys pressed at random: every key of the page, or only those named by an action.
+    let keys: Vec<u32> = match a.keys {
+        PlayKeys::All => info.actions.iter().map(|b| b.id).collect(),
+        PlayKeys::Named => info
+            .actions
+            .iter()
+            .filter(|b| b.key.is_some() && !b.label.starts_with("latent"))
+            .map(|b| b.id)
+            .collect(),
+    };
     let mut found = 0;
+    let mut vanished: Vec<BallVanished> = Vec::new();
+    let mut codes_and_ball: Vec<CodeAndBall> = Vec::new();
     for episode in (0..dataset.records().len()).cycle().take(dataset.records().len() * 4) {
         if found == a.starts {
             break;
@@ -253,14 +321,63 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         }
         found += 1;
         let (id, _) = client.create(episode, first)?;
-        for _ in 0..a.play_steps {
-            let action = info.actions[rng.random_range(0..info.actions.len())].id;
+        // The frame before the session and its start frames, then the played ones.
+        let mut track = (0..=context)
+            .map(|t| detect_breakout(&real[t * fb..(t + 1) * fb], shape))
+            .collect::<Result<Vec<_>, _>>()?;
+        // The LAM's codes of the real frames: code i is the transition from frame i to i + 1.
+        let codes = world.latent_codes(&real, shape)?;
+        if let Some(codes) = &codes {
+            let real_track = (0..=need)
+                .map(|t| detect_breakout(&real[t * fb..(t + 1) * fb], shape))
+                .collect::<Result<Vec<_>, _>>()?;
+            let events = ball_events(&real_track, shape);
+            for (i, &code) in codes.iter().enumerate() {
+                let c = code as usize;
+                if codes_and_ball.len() <= c {
+                    codes_and_ball.resize(c + 1, CodeAndBall::default());
+                }
+                let tally = &mut codes_and_ball[c];
+                tally.transitions += 1;
+                tally.at_rest_height += usize::from(ball_at_rest_height(&real_track[i + 1], shape));
+                if let Some(e) = events[i + 1] {
+                    tally.events[BALL_EVENTS.iter().position(|&k| k == e).expect("every event listed")] += 1;
+                }
+            }
+        }
+        let replay = match (a.replay, codes) {
+            (false, _) => None,
+            (true, Some(codes)) => Some(codes),
+            (true, None) => bail!(
+                "--replay: the model of --ckpt {} has no LAM (it was trained on recorded actions)",
+                a.ckpt.display()
+            ),
+        };
+        for k in 0..a.play_steps {
+            let random = keys[rng.random_range(0..keys.len())];
+            let action = replay.as_ref().map_or(random, |codes| codes[context + k]);
+
             let frame = client.step(&id, action)?;
+            let objects = detect_breakout(&frame.pixels, shape)?;
             played += 1;
-            with_ball += usize::from(detect_breakout(&frame.pixels, shape)?.ball.is_some());
+            with_ball += usize::from(objects.ball.is_some());
             off += off_palette_share(&frame.pixels, shape, Game::Breakout, threshold)?;
+            track.push(objects);
         }
         client.delete(&id);
+        if let Some(v) = first_vanishing(&track, shape, context + 1) {
+            match vanished.iter_mut().find(|b: &&mut BallVanished| b.place == v.place) {
+                Some(b) => {
+                    b.starts += 1;
+                    b.returned += usize::from(v.returned);
+                }
+                None => vanished.push(BallVanished {
+                    place: v.place,
+                    starts: 1,
+                    returned: usize::from(v.returned),
+                }),
+            }
+        }
         for t in context + 1..=need {
             real_frames += 1;
             real_with_ball += usize::from(ball(t)?.is_some());
@@ -280,8 +397,14 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         );
     }
     let share = |n: usize, d: usize| if d > 0 { n as f64 / d as f64 } else { f64::NAN };
+    let mut action_labels =
+        vec![String::new(); info.actions.iter().map(|b| b.id as usize + 1).max().unwrap_or(0)];
+    for b in &info.actions {
+        action_labels[b.id as usize] = b.label.clone();
+    }
     let m = PlayMetrics {
         left,
+        labels: action_labels,
         right,
         required_px,
         steering_pass: share(passed, tried),
@@ -289,13 +412,19 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         ball_present: share(with_ball, played),
         played_frames: played,
         ball_present_real: share(real_with_ball, real_frames),
+        ball_starts: found,
+        ball_vanished: {
+            vanished.sort_by_key(|b| std::cmp::Reverse(b.starts));
+            vanished
+        },
+        codes_and_ball,
         off_palette: off / played.max(1) as f64,
         off_palette_reconstruction: off_recon / recon_frames.max(1) as f64,
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let json = serde_json::json!({
         "checkpoint": a.ckpt, "data": a.data, "split": a.split, "hold": a.hold,
-        "play_steps": a.play_steps, "maskgit_steps": a.maskgit_steps, "argmax": a.argmax,
+        "play_steps": a.play_steps, "replay": a.replay, "keys": a.keys, "maskgit_steps": a.maskgit_steps, "argmax": a.argmax,
         "seed": a.seed, "model": info.name, "metrics": m,
     });
     write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
@@ -330,12 +459,39 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
         100.0 * m.steering_pass
     );
     println!(
-        "ball in play: present in {:.0}% of {} played frames ({} steps from each start; real continuations: {:.0}%)",
+        "ball in play: present in {:.0}% of {} played frames ({} steps of {} from each start; real continuations: {:.0}%)",
         100.0 * m.ball_present,
         m.played_frames,
         a.play_steps,
+        match (a.replay, a.keys) {
+            (true, _) => "the LAM's codes of the real continuation",
+            (false, PlayKeys::All) => "random keys",
+            (false, PlayKeys::Named) => "random named keys",
+        },
         100.0 * m.ball_present_real
     );
+    let lost: usize = m.ball_vanished.iter().map(|b| b.starts).sum();
+    println!("  the ball vanished in {lost} of {} starts:", m.ball_starts);
+    for b in &m.ball_vanished {
+        println!("    {:<24} {:>3} starts, back later in {}", b.place.label(), b.starts, b.returned);
+    }
+    if !m.codes_and_ball.is_empty() {
+        println!("the LAM's codes on the real frames of those starts, and the ball:");
+        let events: Vec<String> = BALL_EVENTS.iter().map(|e| format!("{:>13}", e.label())).collect();
+        println!("  {:<14} {:>11} {:>11} {}", "code", "transitions", "rest height", events.join(" "));
+        for (code, c) in m.codes_and_ball.iter().enumerate() {
+            let label =
+                m.labels.get(code).filter(|l| !l.is_empty()).map_or(String::new(), |l| format!(" ({l})"));
+            let events: Vec<String> = c.events.iter().map(|n| format!("{n:>13}")).collect();
+            println!(
+                "  {:<14} {:>11} {:>11} {}",
+                format!("{code}{label}"),
+                c.transitions,
+                c.at_rest_height,
+                events.join(" ")
+            );
+        }
+    }
     println!(
         "off-palette pixels: {:.4} of played frames, {:.4} of the tokenizer's reconstructions of real frames \
          (×{:.2})",

@@ -150,6 +150,24 @@ impl GenieWorld {
         })
     }
 
+    /// The LAM's code of each transition of `frames` (`[T, H, W, C]` u8 of `shape`, T ≥ 2):
+    /// the actions that would replay them; `None` for a model without a LAM.
+    pub fn latent_codes(&self, frames: &[u8], shape: FrameShape) -> anyhow::Result<Option<Vec<u32>>> {
+        let t = frames.len() / shape.frame_bytes();
+        self.on_pool(|| {
+            let genie = self.genie.lock().map_err(|_| anyhow::anyhow!("model lock poisoned"))?;
+            if genie.lam.is_none() {
+                return Ok(None);
+            }
+            let video =
+                frames_to_unit(frames, [1, t, shape.height, shape.width, shape.channels], &self.device);
+            let (_, ids) = genie.latent_actions(video, None)?;
+            let ids = ids.ok_or_else(|| anyhow::anyhow!("the LAM returned no codes"))?; // [T − 1]
+            let ids = ids.try_into_vec_as::<i64>().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            Ok(Some(ids.into_iter().map(|i| i as u32).collect()))
+        })
+    }
+
     /// Frames as a `[1, T, H, W, C]` tensor in `[0, 1]`.
     fn video(&self, frames: &[Frame]) -> Tensor<5> {
         let s = self.info.frame;
