@@ -382,6 +382,29 @@ fn game_event(before: &Breakout, after: &Breakout, last_move: Option<(i32, i32)>
     })
 }
 
+/// Detections of the frames of one breakout episode played by the sticky random policy for at
+/// most `steps` steps; `each(before, after)` sees the game around every step.
+fn play_breakout(
+    shape: FrameShape,
+    episode: u64,
+    steps: usize,
+    mut each: impl FnMut(&Breakout, &Breakout),
+) -> Vec<BreakoutObjects> {
+    let mut game = Breakout::new(shape);
+    game.reset(episode);
+    let mut policy = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
+    let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
+    for _ in 0..steps {
+        let before = game.clone();
+        if game.step(policy.act()).unwrap().done {
+            break;
+        }
+        each(&before, &game);
+        track.push(detect_breakout(&render(&game), shape).unwrap());
+    }
+    track
+}
+
 #[test]
 fn ball_events_read_off_frames_match_the_game() {
     // Frames where a logical unit is at least a pixel (see `ball_events`).
@@ -390,22 +413,13 @@ fn ball_events_read_off_frames_match_the_game() {
         let (mut agree, mut frames) = (0usize, 0usize);
         let mut seen = std::collections::HashMap::new();
         for episode in 0..6u64 {
-            let mut game = Breakout::new(shape);
-            game.reset(episode);
-            let mut policy = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
-            let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
             let mut truth = vec![None];
             let mut last_move = None;
-            for _ in 0..600 {
-                let before = game.clone();
-                if game.step(policy.act()).unwrap().done {
-                    break;
-                }
-                truth.push(game_event(&before, &game, last_move));
+            let track = play_breakout(shape, episode, 600, |before, game| {
+                truth.push(game_event(before, game, last_move));
                 let (b0, b1) = (before.ball(), game.ball());
                 last_move = (before.lives() == game.lives()).then_some((b1.0 - b0.0, b1.1 - b0.1));
-                track.push(detect_breakout(&render(&game), shape).unwrap());
-            }
+            });
             let read = ball_events(&track, shape);
             for (t, (r, g)) in read.iter().zip(&truth).enumerate() {
                 frames += 1;
@@ -437,20 +451,18 @@ fn a_vanishing_ball_is_placed_where_the_game_last_had_it() {
         let shape = FrameShape { height: h, width: w, channels: 3 };
         let mut seen = std::collections::HashMap::new();
         for episode in 0..3u64 {
-            let mut game = Breakout::new(shape);
-            game.reset(episode);
-            let mut policy = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
-            let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
-            let mut centres = vec![game.ball_centre().unwrap()];
-            for _ in 0..400 {
-                if game.step(policy.act()).unwrap().done {
-                    break;
+            let mut centres = vec![];
+            let mut resting = vec![];
+            let track = play_breakout(shape, episode, 400, |before, game| {
+                if centres.is_empty() {
+                    centres.push(before.ball_centre().unwrap());
+                    resting.push(before.ball_resting());
                 }
-                track.push(detect_breakout(&render(&game), shape).unwrap());
                 centres.push(game.ball_centre().expect("the game always shows its ball"));
-                if game.ball_resting() {
-                    assert!(ball_at_rest_height(track.last().unwrap(), shape), "{h}x{w}: a resting ball");
-                }
+                resting.push(game.ball_resting());
+            });
+            for (objects, &rests) in track.iter().zip(&resting) {
+                assert!(!rests || ball_at_rest_height(objects, shape), "{h}x{w}: a resting ball");
             }
             assert_eq!(first_vanishing(&track, shape, 1), None, "the game never loses sight of its ball");
             for cut in 1..track.len() {
