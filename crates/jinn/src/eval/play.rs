@@ -21,7 +21,8 @@ use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::objects::{
     ball_at_rest_height, ball_events, breakout_paddle_range, breakout_paddle_step, detect_breakout,
-    first_vanishing, off_palette_share, Game, VanishPlace, BALL_EVENTS, DEFAULT_OFF_PALETTE_THRESHOLD,
+    first_vanishing, off_palette_share, BreakoutObjects, Game, VanishPlace, BALL_EVENTS,
+    DEFAULT_OFF_PALETTE_THRESHOLD,
 };
 use jinn_data::FrameShape;
 use jinn_serve::api::FrameReply;
@@ -142,10 +143,10 @@ pub struct CodeAndBall {
 pub struct PlayMetrics {
     /// Action ids driven as left and right, with their labels.
     pub left: (u32, String),
-    /// The page's label of each action id.
-    pub labels: Vec<String>,
     /// See `left`.
     pub right: (u32, String),
+    /// The page's label of each action id.
+    pub labels: Vec<String>,
     /// Required paddle movement (px) over the hold (8 px at 64 px width).
     pub required_px: f64,
     /// Steering trials.
@@ -286,12 +287,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     // The keys pressed at random: every key of the page, or only those named by an action.
     let keys: Vec<u32> = match a.keys {
         PlayKeys::All => info.actions.iter().map(|b| b.id).collect(),
-        PlayKeys::Named => info
-            .actions
-            .iter()
-            .filter(|b| b.key.is_some() && !b.label.starts_with("latent"))
-            .map(|b| b.id)
-            .collect(),
+        PlayKeys::Named => info.actions.iter().filter(|b| b.key.is_some()).map(|b| b.id).collect(),
     };
     let mut found = 0;
     let mut vanished: Vec<BallVanished> = Vec::new();
@@ -321,29 +317,15 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         }
         found += 1;
         let (id, _) = client.create(episode, first)?;
-        // The frame before the session and its start frames, then the played ones.
-        let mut track = (0..=context)
+        let real_track = (0..=need)
             .map(|t| detect_breakout(&real[t * fb..(t + 1) * fb], shape))
             .collect::<Result<Vec<_>, _>>()?;
+        // The frame before the session and its start frames, then the played ones.
+        let mut track = real_track[..=context].to_vec();
         // The LAM's codes of the real frames: code i is the transition from frame i to i + 1.
         let codes = world.latent_codes(&real, shape)?;
         if let Some(codes) = &codes {
-            let real_track = (0..=need)
-                .map(|t| detect_breakout(&real[t * fb..(t + 1) * fb], shape))
-                .collect::<Result<Vec<_>, _>>()?;
-            let events = ball_events(&real_track, shape);
-            for (i, &code) in codes.iter().enumerate() {
-                let c = code as usize;
-                if codes_and_ball.len() <= c {
-                    codes_and_ball.resize(c + 1, CodeAndBall::default());
-                }
-                let tally = &mut codes_and_ball[c];
-                tally.transitions += 1;
-                tally.at_rest_height += usize::from(ball_at_rest_height(&real_track[i + 1], shape));
-                if let Some(e) = events[i + 1] {
-                    tally.events[BALL_EVENTS.iter().position(|&k| k == e).expect("every event listed")] += 1;
-                }
-            }
+            tally_codes(&mut codes_and_ball, codes, &real_track, shape);
         }
         let replay = match (a.replay, codes) {
             (false, _) => None,
@@ -356,7 +338,6 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         for k in 0..a.play_steps {
             let random = keys[rng.random_range(0..keys.len())];
             let action = replay.as_ref().map_or(random, |codes| codes[context + k]);
-
             let frame = client.step(&id, action)?;
             let objects = detect_breakout(&frame.pixels, shape)?;
             played += 1;
@@ -378,9 +359,9 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
                 }),
             }
         }
-        for t in context + 1..=need {
+        for objects in &real_track[context + 1..] {
             real_frames += 1;
-            real_with_ball += usize::from(ball(t)?.is_some());
+            real_with_ball += usize::from(objects.ball.is_some());
         }
         for frame in world.reconstruct(&real[fb..], shape)? {
             recon_frames += 1;
@@ -429,6 +410,24 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     });
     write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
     Ok(m)
+}
+
+/// Add each transition of a real clip (`track`, its detections) to the tally of the code the
+/// LAM gave it (`codes[i]`: frame i to i + 1).
+fn tally_codes(tally: &mut Vec<CodeAndBall>, codes: &[u32], track: &[BreakoutObjects], shape: FrameShape) {
+    let events = ball_events(track, shape);
+    for (i, &code) in codes.iter().enumerate() {
+        let c = code as usize;
+        if tally.len() <= c {
+            tally.resize(c + 1, CodeAndBall::default());
+        }
+        let t = &mut tally[c];
+        t.transitions += 1;
+        t.at_rest_height += usize::from(ball_at_rest_height(&track[i + 1], shape));
+        if let Some(e) = events[i + 1] {
+            t.events[BALL_EVENTS.iter().position(|&k| k == e).expect("every event listed")] += 1;
+        }
+    }
 }
 
 /// Print the steering table and the ball and palette lines.
