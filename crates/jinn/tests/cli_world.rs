@@ -174,6 +174,17 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
         vanished.iter().map(|v| v["place"].as_str().unwrap()).collect();
     assert_eq!(places.len(), vanished.len(), "{m}");
     assert!(text(&o).contains(&format!("the ball vanished in {starts} of 2 starts")), "{}", text(&o));
+    // Only the named keys: the recorded-action model's noop has no key.
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "eval", "play", "--ckpt", gt.to_str().unwrap(), "--data", data.to_str().unwrap(), "--keys", "named",
+        "--starts", "1", "--hold", "1", "--play-steps", "2", "--maskgit-steps", "1",
+        "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success() && text(&o).contains("random named keys"), "{}", text(&o));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(m["keys"], "named", "{m}");
     // Replaying the LAM's codes needs a LAM.
     #[rustfmt::skip]
     let o = jinn(&[

@@ -555,3 +555,44 @@ impl PlayClient {
         decode_png(&png, self.shape).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jinn_data::objects::BallEvent;
+
+    #[test]
+    fn each_transition_counts_for_its_code_with_the_ball_it_leads_to() {
+        let shape = FrameShape { height: 64, width: 64, channels: 3 };
+        let at = |ball: Option<[f64; 2]>| BreakoutObjects {
+            ball,
+            paddle_x: Some(30.0),
+            bricks: 60,
+            standing: [[true; 10]; 6],
+        };
+        // Resting on the paddle (row 55 at 64 px), riding it, served, on course, gone.
+        let track = [
+            at(Some([30.0, 55.0])),
+            at(Some([30.0, 55.0])),
+            at(Some([31.0, 53.0])),
+            at(Some([32.0, 51.0])),
+            at(None),
+        ];
+        let mut tally = Vec::new();
+        tally_codes(&mut tally, &[3, 3, 2, 1], &track, shape);
+        let event = |e: BallEvent| BALL_EVENTS.iter().position(|&k| k == e).unwrap();
+        assert_eq!(tally.len(), 4);
+        assert_eq!(tally[0].transitions, 0);
+        assert_eq!((tally[3].transitions, tally[3].at_rest_height), (2, 1));
+        assert_eq!(tally[3].events.iter().sum::<usize>(), 1);
+        assert_eq!(tally[3].events[event(BallEvent::Serve)], 1);
+        assert_eq!(
+            (tally[2].transitions, tally[2].at_rest_height, tally[2].events.iter().sum::<usize>()),
+            (1, 0, 0)
+        );
+        assert_eq!(tally[1].events[event(BallEvent::Lost)], 1);
+        // A second clip adds to the same rows.
+        tally_codes(&mut tally, &[1], &track[..2], shape);
+        assert_eq!((tally[1].transitions, tally[1].at_rest_height), (2, 1));
+    }
+}
