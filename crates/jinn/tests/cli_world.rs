@@ -161,10 +161,20 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
     let m = &m["metrics"];
     assert_eq!((m["left"][0].as_u64(), m["right"][0].as_u64()), (Some(1), Some(2)), "{m}");
     assert_eq!(m["steering"].as_array().unwrap().len(), 2, "{m}");
-    for key in ["ball_present", "ball_present_real", "off_palette", "off_palette_reconstruction"] {
+    for key in [
+        "ball_present",
+        "ball_present_real",
+        "ball_moves",
+        "ball_moves_real",
+        "off_palette",
+        "off_palette_reconstruction",
+    ] {
         let v = m[key].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&v), "{key}: {m}");
     }
+    // A ball that moves as in the game is a ball present.
+    assert!(m["ball_moves"].as_f64() <= m["ball_present"].as_f64(), "{m}");
+    assert!(m["ball_moves_real"].as_f64() <= m["ball_present_real"].as_f64(), "{m}");
     // Where the ball vanished: at most once per start, each place listed once.
     assert_eq!(m["ball_starts"].as_u64(), Some(2), "{m}");
     let vanished = m["ball_vanished"].as_array().unwrap();
@@ -177,14 +187,14 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
     // Only the named keys: the recorded-action model's noop has no key.
     #[rustfmt::skip]
     let o = jinn(&[
-        "eval", "play", "--ckpt", gt.to_str().unwrap(), "--data", data.to_str().unwrap(), "--keys", "named",
+        "eval", "play", "--ckpt", gt.to_str().unwrap(), "--data", data.to_str().unwrap(), "--keys", "named", "--temperature", "0.5",
         "--starts", "1", "--hold", "1", "--play-steps", "2", "--maskgit-steps", "1",
         "--out", out.to_str().unwrap(),
     ]);
     assert!(o.status.success() && text(&o).contains("random named keys"), "{}", text(&o));
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
-    assert_eq!(m["keys"], "named", "{m}");
+    assert_eq!((&m["keys"], m["temperature"].as_f64()), (&serde_json::json!("named"), Some(0.5)), "{m}");
     // Replaying the LAM's codes needs a LAM.
     #[rustfmt::skip]
     let o = jinn(&[

@@ -66,6 +66,28 @@ pub fn ball_at_rest_height(objects: &BreakoutObjects, shape: FrameShape) -> bool
     objects.ball.is_some_and(|c| Reading::new(shape).resting(c))
 }
 
+/// For each frame of a track (consecutive frames of `shape`), whether it shows a ball the game
+/// could draw there after the frame before: one that moved no farther than the ball moves in a
+/// step, or one put back resting on the paddle's middle (the game's only way to make a ball
+/// appear; the paddle's centre is read to within a unit and a half).
+/// A frame without a ball is `false`; frame 0 is `true` when it shows one. A world that keeps
+/// its ball by teleporting it, or lets a lost ball reappear in the open, fails here where
+/// "a ball is present" passes.
+pub fn ball_moves_as_in_the_game(track: &[BreakoutObjects], shape: FrameShape) -> Vec<bool> {
+    let reading = Reading::new(shape);
+    let put_back = |o: &BreakoutObjects, c: [f64; 2]| {
+        reading.resting(c) && o.paddle_x.is_some_and(|x| (c[0] - x).abs() <= 1.5 * reading.unit[0])
+    };
+    (0..track.len())
+        .map(|t| match (t.checked_sub(1).map(|s| track[s].ball), track[t].ball) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(None), Some(b)) => put_back(&track[t], b),
+            (Some(Some(a)), Some(b)) => !reading.jump(Reading::velocity(a, b)) || put_back(&track[t], b),
+        })
+        .collect()
+}
+
 /// Logical units in pixels, and the centre row of a ball resting on the paddle.
 struct Reading {
     unit: [f64; 2],

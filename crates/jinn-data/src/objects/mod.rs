@@ -27,8 +27,8 @@ mod maze;
 mod tests;
 
 pub use ball_events::{
-    ball_at_rest_height, ball_events, first_vanishing, BallEvent, BallVanishing, VanishPlace, BALL_EVENTS,
-    VANISH_PLACES,
+    ball_at_rest_height, ball_events, ball_moves_as_in_the_game, first_vanishing, BallEvent, BallVanishing,
+    VanishPlace, BALL_EVENTS, VANISH_PLACES,
 };
 pub use breakout::{breakout_paddle_range, breakout_paddle_step, detect_breakout, BreakoutObjects};
 pub use maze::{detect_maze, maze_displacement, MazeObjects};

@@ -444,6 +444,57 @@ fn ball_events_read_off_frames_match_the_game() {
 }
 
 #[test]
+fn a_ball_moves_as_in_the_game_on_real_tracks_and_not_when_it_teleports() {
+    for (h, w) in [(64, 64), (128, 96), (96, 192)] {
+        let shape = FrameShape { height: h, width: w, channels: 3 };
+        let unit = w as f64 / 64.0;
+        let (mut put_backs, mut frames) = (0usize, 0usize);
+        for episode in 0..3u64 {
+            let mut resting = vec![];
+            let track = play_breakout(shape, episode, 400, |before, game| {
+                if resting.is_empty() {
+                    resting.push(before.ball_resting());
+                }
+                resting.push(game.ball_resting());
+                put_backs += usize::from(!before.ball_resting() && game.ball_resting());
+            });
+            frames += track.len();
+            let moves = ball_moves_as_in_the_game(&track, shape);
+            assert!(moves.iter().all(|&m| m), "{h}x{w} episode {episode}: every real frame passes");
+            for t in 1..track.len() {
+                let Some([x, y]) = track[t].ball else { continue };
+                // The ball moved ten logical units sideways: a jump the game never makes.
+                let mut jumped = track.clone();
+                let x2 = if x > w as f64 / 2.0 { x - 10.0 * unit } else { x + 10.0 * unit };
+                jumped[t].ball = Some([x2, y]);
+                assert!(!ball_moves_as_in_the_game(&jumped, shape)[t], "{h}x{w} episode {episode} frame {t}");
+                // Unseen for a frame: the ball may come back only resting on the paddle.
+                let mut gone = track.clone();
+                gone[t - 1].ball = None;
+                let back = ball_moves_as_in_the_game(&gone, shape);
+                assert!(!back[t - 1]);
+                if resting[t] {
+                    assert!(back[t], "{h}x{w} episode {episode} frame {t}: a ball resting on the paddle");
+                } else if !ball_at_rest_height(&track[t], shape) {
+                    assert!(!back[t], "{h}x{w} episode {episode} frame {t}: a ball appearing in flight");
+                }
+            }
+        }
+        assert!(put_backs >= 1 && frames > 600, "{h}x{w}: {put_backs} put-backs in {frames} frames");
+    }
+    // A ball at rest height but beside the paddle was not put there by the game.
+    let shape = FrameShape { height: 64, width: 64, channels: 3 };
+    let mut game = Breakout::new(shape);
+    game.reset(0);
+    let resting = detect_breakout(&render(&game), shape).unwrap();
+    let [x, y] = resting.ball.unwrap();
+    let gone = BreakoutObjects { ball: None, ..resting.clone() };
+    assert_eq!(ball_moves_as_in_the_game(&[gone.clone(), resting.clone()], shape), [false, true]);
+    let beside = BreakoutObjects { ball: Some([if x > 32.0 { x - 20.0 } else { x + 20.0 }, y]), ..resting };
+    assert_eq!(ball_moves_as_in_the_game(&[gone, beside], shape), [false, false]);
+}
+
+#[test]
 fn a_vanishing_ball_is_placed_where_the_game_last_had_it() {
     // Real tracks with the ball erased for three frames from every frame in turn; the place is
     // checked against the game's own ball.

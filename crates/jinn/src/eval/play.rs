@@ -20,8 +20,8 @@ use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::objects::{
-    ball_at_rest_height, ball_events, breakout_paddle_range, breakout_paddle_step, detect_breakout,
-    first_vanishing, off_palette_share, BreakoutObjects, Game, VanishPlace, BALL_EVENTS,
+    ball_at_rest_height, ball_events, ball_moves_as_in_the_game, breakout_paddle_range, breakout_paddle_step,
+    detect_breakout, first_vanishing, off_palette_share, BreakoutObjects, Game, VanishPlace, BALL_EVENTS,
     DEFAULT_OFF_PALETTE_THRESHOLD,
 };
 use jinn_data::FrameShape;
@@ -71,6 +71,9 @@ pub struct EvalPlayArgs {
     /// the ball beyond the keys' meaning.
     #[arg(long)]
     pub replay: bool,
+    /// Sampling temperature (default: `jinn play`'s).
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f64,
     /// Take the most likely token instead of sampling.
     #[arg(long)]
     pub argmax: bool,
@@ -160,6 +163,13 @@ pub struct PlayMetrics {
     pub played_frames: usize,
     /// The same share over the real continuation of those episodes.
     pub ball_present_real: f64,
+    /// Share of played frames whose ball moved as the game moves it
+    /// ([`ball_moves_as_in_the_game`]): present, and neither teleported nor reappeared
+    /// anywhere but on the paddle. Noisy sampling can keep a ball present by redrawing it
+    /// elsewhere; this share does not count such frames.
+    pub ball_moves: f64,
+    /// The same share over the real continuations.
+    pub ball_moves_real: f64,
     /// Starts played for `ball_present`.
     pub ball_starts: usize,
     /// Where the ball first vanished in those starts, the starts where it did, and of those
@@ -190,6 +200,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     }
     let sampler = jinn_world::SamplerConfig {
         maskgit_steps: a.maskgit_steps,
+        temperature: a.temperature,
         argmax: a.argmax,
         seed: a.seed,
         ..Default::default()
@@ -283,6 +294,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     // Ball in play: starts whose last frame shows the ball moving.
     let threshold = DEFAULT_OFF_PALETTE_THRESHOLD;
     let (mut played, mut with_ball, mut real_frames, mut real_with_ball) = (0usize, 0usize, 0usize, 0usize);
+    let (mut ball_moves, mut real_ball_moves) = (0usize, 0usize);
     let (mut off, mut off_recon, mut recon_frames) = (0.0, 0.0, 0usize);
     // The keys pressed at random: every key of the page, or only those named by an action.
     let keys: Vec<u32> = match a.keys {
@@ -346,6 +358,9 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
             track.push(objects);
         }
         client.delete(&id);
+        ball_moves += ball_moves_as_in_the_game(&track, shape)[context + 1..].iter().filter(|&&m| m).count();
+        real_ball_moves +=
+            ball_moves_as_in_the_game(&real_track, shape)[context + 1..].iter().filter(|&&m| m).count();
         if let Some(v) = first_vanishing(&track, shape, context + 1) {
             match vanished.iter_mut().find(|b: &&mut BallVanished| b.place == v.place) {
                 Some(b) => {
@@ -393,6 +408,8 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         ball_present: share(with_ball, played),
         played_frames: played,
         ball_present_real: share(real_with_ball, real_frames),
+        ball_moves: share(ball_moves, played),
+        ball_moves_real: share(real_ball_moves, real_frames),
         ball_starts: found,
         ball_vanished: {
             vanished.sort_by_key(|b| std::cmp::Reverse(b.starts));
@@ -405,7 +422,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let json = serde_json::json!({
         "checkpoint": a.ckpt, "data": a.data, "split": a.split, "hold": a.hold,
-        "play_steps": a.play_steps, "replay": a.replay, "keys": a.keys, "maskgit_steps": a.maskgit_steps, "argmax": a.argmax,
+        "play_steps": a.play_steps, "replay": a.replay, "keys": a.keys, "maskgit_steps": a.maskgit_steps, "temperature": a.temperature, "argmax": a.argmax,
         "seed": a.seed, "model": info.name, "metrics": m,
     });
     write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
@@ -468,6 +485,11 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
             (false, PlayKeys::Named) => "random named keys",
         },
         100.0 * m.ball_present_real
+    );
+    println!(
+        "  moving as the game moves it (no jumps; back only on the paddle): {:.0}% of played frames (real: {:.0}%)",
+        100.0 * m.ball_moves,
+        100.0 * m.ball_moves_real
     );
     let lost: usize = m.ball_vanished.iter().map(|b| b.starts).sum();
     println!("  the ball vanished in {lost} of {} starts:", m.ball_starts);
