@@ -71,7 +71,7 @@ pub struct PlayArgs {
     #[arg(long)]
     pub window: Option<usize>,
     /// Sampling temperature.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = PLAY_TEMPERATURE, value_parser = parse_temperature)]
     pub temperature: f64,
     /// Take the most likely token instead of sampling.
     #[arg(long)]
@@ -140,6 +140,17 @@ pub fn run(a: PlayArgs) -> anyhow::Result<()> {
 
 /// MaskGIT steps per frame when playing (`--maskgit-steps`).
 pub const PLAY_MASKGIT_STEPS: usize = 8;
+
+/// Sampling temperature when playing (`--temperature`).
+pub const PLAY_TEMPERATURE: f64 = 1.0;
+
+/// Parses `--temperature`: a finite number ≥ 0, checked before a model is served.
+pub fn parse_temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("expected a finite number ≥ 0, got `{s}`")),
+    }
+}
 
 /// The world model of a run directory.
 fn load_model(run: &Path, a: &PlayArgs) -> anyhow::Result<Arc<dyn WorldModel>> {

@@ -195,6 +195,16 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
     assert_eq!((&m["keys"], m["temperature"].as_f64()), (&serde_json::json!("named"), Some(0.5)), "{m}");
+    // A negative temperature is refused before a model is served.
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "eval", "play", "--ckpt", gt.to_str().unwrap(), "--data", data.to_str().unwrap(), "--temperature=-1",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--temperature") && text(&o).contains("≥ 0"),
+        "{}",
+        text(&o)
+    );
     // Replaying the LAM's codes needs a LAM.
     #[rustfmt::skip]
     let o = jinn(&[

@@ -15,7 +15,7 @@
 //! to ArrowLeft and ArrowRight, so a model whose keys mean nothing fails here.
 
 use crate::device::DeviceArgs;
-use crate::play::{GenieWorld, PLAY_MASKGIT_STEPS};
+use crate::play::{parse_temperature, GenieWorld, PLAY_MASKGIT_STEPS, PLAY_TEMPERATURE};
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
@@ -72,7 +72,7 @@ pub struct EvalPlayArgs {
     #[arg(long)]
     pub replay: bool,
     /// Sampling temperature (default: `jinn play`'s).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = PLAY_TEMPERATURE, value_parser = parse_temperature)]
     pub temperature: f64,
     /// Take the most likely token instead of sampling.
     #[arg(long)]
