@@ -1,4 +1,5 @@
-//! `jinn data gen`: roll out a built-in environment under the sticky random policy and write
+//! `jinn data gen`: roll out a built-in environment under the sticky random policy (optionally
+//! mixed with the game's scripted player) and write
 //! the episodes as a Jasmine-layout dataset (`train/`, `val/`, `test/` of ArrayRecord files
 //! plus `metadata.json`).
 //!
@@ -8,7 +9,9 @@
 //! order whatever order the worker threads finish them in.
 
 use crate::array_record::WriterOptions;
-use crate::envs::policy::{check_sticky_prob, StickyRandomPolicy, DEFAULT_STICKY_PROB};
+use crate::envs::policy::{
+    check_probability, check_sticky_prob, GuidedPolicy, StickyRandomPolicy, DEFAULT_STICKY_PROB,
+};
 use crate::envs::{check_env_name, check_frame_shape, make_env};
 use crate::episode::{ActionArray, FrameShape};
 use crate::error::{DataError, Result};
@@ -59,6 +62,9 @@ pub struct GenerateConfig {
     /// Probability that the policy repeats its previous action (`--sticky-prob`). Default
     /// [`DEFAULT_STICKY_PROB`].
     pub sticky_prob: f64,
+    /// Probability that a step takes the game's scripted action ([`crate::envs::Env::guide_action`];
+    /// breakout: follow the ball) instead of the random policy's (`--follow-prob`). Default 0.
+    pub follow_prob: f64,
     /// Simulation threads (`--threads`); 0 uses every core. Does not change the output.
     pub threads: usize,
     /// ArrayRecord writer settings.
@@ -81,6 +87,7 @@ impl Default for GenerateConfig {
             chunk_len: 160,
             chunks_per_file: 100,
             sticky_prob: DEFAULT_STICKY_PROB,
+            follow_prob: 0.0,
             threads: 0,
             writer_options: WriterOptions::default(),
             overwrite: false,
@@ -127,7 +134,8 @@ impl GenerateConfig {
         if self.chunks_per_file == 0 {
             return Err(DataError::invalid("--chunks-per-file", "must be at least 1"));
         }
-        check_sticky_prob(self.sticky_prob)
+        check_sticky_prob(self.sticky_prob)?;
+        check_probability("--follow-prob", self.follow_prob)
     }
 
     /// Worker threads to use: `threads`, or every core when 0, never more than `episodes`.
@@ -193,7 +201,8 @@ impl SimulatedEpisode {
 }
 
 /// Simulate episode `index` of `cfg` (assumed valid): attempt `k` runs the environment reset
-/// with a seed derived from `(seed, "episode", index)` and `k` under a sticky random policy,
+/// with a seed derived from `(seed, "episode", index)` and `k` under the sticky random policy
+/// (mixed with the game's guide at `follow_prob`),
 /// until the episode ends or reaches `max_episode_len` frames; attempts ending before
 /// `min_episode_len` frames are discarded.
 pub fn simulate_episode(cfg: &GenerateConfig, index: u64) -> Result<SimulatedEpisode> {
@@ -202,18 +211,19 @@ pub fn simulate_episode(cfg: &GenerateConfig, index: u64) -> Result<SimulatedEpi
     let mut longest = 0;
     for attempt in 0..MAX_ATTEMPTS {
         let mut env = make_env(&cfg.env, cfg.frame_shape, derive_seed(base, "env", attempt))?;
-        let mut policy = StickyRandomPolicy::new(
+        let random = StickyRandomPolicy::new(
             env.num_actions(),
             cfg.sticky_prob,
             derive_seed(base, "policy", attempt),
         )?;
+        let mut policy = GuidedPolicy::new(random, cfg.follow_prob, derive_seed(base, "follow", attempt))?;
         let mut frames = Vec::with_capacity(cfg.max_episode_len * frame_bytes); // [T, H, W, 3] u8
         let mut actions = Vec::with_capacity(cfg.max_episode_len);
         loop {
             let start = frames.len();
             frames.resize(start + frame_bytes, 0);
             env.render(&mut frames[start..]);
-            let action = policy.act();
+            let action = policy.act(env.guide_action());
             actions.push(action as i64);
             let done = env.step(action)?.done;
             if done || actions.len() == cfg.max_episode_len {
@@ -306,7 +316,7 @@ pub fn generate_dataset(
         "generator".into(),
         json!({
             "command": "jinn data gen",
-            "policy": "sticky_random",
+            "policy": if cfg.follow_prob > 0.0 { "sticky_random+guide" } else { "sticky_random" },
             "seed": cfg.seed,
             "episodes": cfg.episodes,
             "val_fraction": cfg.val_fraction,
@@ -316,6 +326,7 @@ pub fn generate_dataset(
             "chunk_len": cfg.chunk_len,
             "chunks_per_file": cfg.chunks_per_file,
             "sticky_prob": cfg.sticky_prob,
+            "follow_prob": cfg.follow_prob,
             "discarded_episodes": done.discarded,
             "compression": format!("{:?}", cfg.writer_options.compression),
         }),

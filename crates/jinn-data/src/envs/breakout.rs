@@ -18,6 +18,7 @@ use rand_chacha::ChaCha8Rng;
 
 /// Action names, indexed by action.
 pub const ACTIONS: &[&str] = &["noop", "left", "right", "fire"];
+const NOOP: usize = 0;
 const LEFT: usize = 1;
 const RIGHT: usize = 2;
 const FIRE: usize = 3;
@@ -297,6 +298,24 @@ impl Env for Breakout {
     fn frame_shape(&self) -> FrameShape {
         self.shape
     }
+
+    /// Serve a resting ball, then keep the paddle's centre under the ball's: move when they
+    /// are more than one paddle step apart, else stand still.
+    fn guide_action(&self) -> Option<usize> {
+        if self.done {
+            return None;
+        }
+        if self.attached {
+            return Some(FIRE);
+        }
+        // Ball centre minus paddle centre, in half units.
+        let offset = (2 * self.ball.0 + BALL) - (2 * self.paddle_x + PADDLE_W);
+        Some(match offset {
+            o if o > PADDLE_SPEED => RIGHT,
+            o if o < -PADDLE_SPEED => LEFT,
+            _ => NOOP,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -322,6 +341,30 @@ mod tests {
                 hits.iter().map(|h| h.1 as f64).sum::<f64>() / n,
             )
         })
+    }
+
+    #[test]
+    fn the_guide_serves_and_never_misses_the_ball() {
+        for seed in 0..4 {
+            let mut game = Breakout::new(SHAPE);
+            game.reset(seed);
+            assert_eq!(game.guide_action(), Some(FIRE), "a resting ball is served");
+            for step in 0..3000 {
+                let action = game.guide_action().expect("a running game has a guide action");
+                if game.step(action).unwrap().done {
+                    break;
+                }
+                assert_eq!(game.lives(), LIVES, "seed {seed}: a life lost at step {step}");
+            }
+            assert!(
+                game.bricks_left() < BRICK_ROWS * BRICK_COLS / 2,
+                "seed {seed}: {} bricks left",
+                game.bricks_left()
+            );
+        }
+        let mut over = Breakout::new(SHAPE);
+        over.done = true;
+        assert_eq!(over.guide_action(), None);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - [`breakout`]: paddle, ball, bricks; actions `noop/left/right/fire`.
 //! - [`maze`]: a seeded maze larger than the agent-centred view, with coins; actions
 //!   `noop/up/down/left/right`.
-//! - [`policy`]: the sticky random policy that drives them during data generation.
+//! - [`policy`]: the sticky random policy that drives them during data generation, optionally
+//!   mixed with a game's scripted player ([`Env::guide_action`]).
 //!
 //! Game logic runs on a fixed logical 64×64 canvas ([`raster`]); frames are rendered at any
 //! requested size of at least [`MIN_FRAME_SIDE`] pixels per side, square or not (the layout is
@@ -65,6 +66,13 @@ pub trait Env: Send {
 
     /// Shape of the frames [`Env::render`] draws.
     fn frame_shape(&self) -> FrameShape;
+
+    /// The action a simple scripted player takes in the current state, or `None` for a game
+    /// without one. Data generation mixes it into the random policy (`--follow-prob`) so that
+    /// episodes show more of the game's interactions than random play reaches.
+    fn guide_action(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Build environment `name`, rendering frames of `shape`, reset with `seed`.

@@ -85,8 +85,8 @@ fn invalid_settings_name_their_flag() {
 
 #[test]
 fn episodes_replay_from_their_derived_seed_with_actions_aligned_to_frames() {
-    for env_name in crate::envs::ENV_NAMES {
-        let cfg = small_config(env_name);
+    for (env_name, follow_prob) in crate::envs::ENV_NAMES.iter().flat_map(|e| [(e, 0.0), (e, 0.5)]) {
+        let cfg = GenerateConfig { follow_prob, ..small_config(env_name) };
         for index in [0u64, 3] {
             let ep = simulate_episode(&cfg, index).unwrap();
             assert_eq!(ep, simulate_episode(&cfg, index).unwrap(), "deterministic");
@@ -109,6 +109,23 @@ fn episodes_replay_from_their_derived_seed_with_actions_aligned_to_frames() {
         }
         assert_ne!(simulate_episode(&cfg, 0).unwrap(), simulate_episode(&cfg, 1).unwrap());
     }
+}
+
+#[test]
+fn following_the_ball_keeps_breakout_in_play_longer_and_is_recorded() {
+    let mean_len = |follow_prob| {
+        let cfg = GenerateConfig { follow_prob, max_episode_len: 1000, ..small_config("breakout") };
+        (0..6).map(|i| simulate_episode(&cfg, i).unwrap().len()).sum::<usize>() as f64 / 6.0
+    };
+    let (random, guided) = (mean_len(0.0), mean_len(0.7));
+    assert!(guided > 1.3 * random, "mean episode length {guided} guided against {random} random");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = GenerateConfig { follow_prob: 0.7, ..small_config("breakout") };
+    let meta = generate_dataset(&cfg, dir.path(), &mut |_| {}).unwrap();
+    assert_eq!(meta.extra["generator"]["follow_prob"], 0.7);
+    assert_eq!(meta.extra["generator"]["policy"], "sticky_random+guide");
+    let err = err_text(GenerateConfig { follow_prob: 2.0, ..cfg }.validate());
+    assert!(err.contains("--follow-prob"), "{err}");
 }
 
 #[test]

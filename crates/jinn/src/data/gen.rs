@@ -1,4 +1,5 @@
-//! `jinn data gen`: play a built-in game with a random sticky policy and write the episodes.
+//! `jinn data gen`: play a built-in game with a random sticky policy (optionally mixed with the
+//! game's scripted player) and write the episodes.
 
 use crate::args::{parse_frame_shape, writer_options, Codec};
 use crate::progress::Progress;
@@ -45,6 +46,10 @@ pub struct GenArgs {
     /// Probability of repeating the previous action.
     #[arg(long, default_value_t = jinn_data::envs::policy::DEFAULT_STICKY_PROB)]
     pub sticky_prob: f64,
+    /// Probability that a step takes the game's scripted action instead (breakout: follow the
+    /// ball, which keeps it in play and shows more bounces and brick hits; maze: none).
+    #[arg(long, default_value_t = 0.0)]
+    pub follow_prob: f64,
     /// Simulation threads (0 = all cores); the output does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -73,6 +78,7 @@ pub fn run(a: GenArgs) -> anyhow::Result<()> {
         chunk_len: a.chunk_len,
         chunks_per_file: a.chunks_per_file,
         sticky_prob: a.sticky_prob,
+        follow_prob: a.follow_prob,
         threads: a.threads,
         writer_options: writer_options(a.codec, a.group_size),
         overwrite: a.overwrite,
