@@ -57,6 +57,7 @@ fn gen_verify_inspect_and_corruption_is_named() {
     assert!(o.status.success(), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("env: breakout") && t.contains("histogram") && t.contains("32x32x3"), "{t}");
+    assert!(t.contains("ball events (read off the frames)") && t.contains("brick hit"), "{t}");
     assert!(std::fs::metadata(&gif).unwrap().len() > 100);
 
     // A second gen into the same directory is refused unless --overwrite.
@@ -82,6 +83,8 @@ fn bad_flags_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let o = gen(&dir.path().join("x"), &["--size", "0x4"]);
     assert!(!o.status.success() && text(&o).contains("--size"), "{}", text(&o));
+    let o = gen(&dir.path().join("f"), &["--follow-prob", "1.5"]);
+    assert!(!o.status.success() && text(&o).contains("--follow-prob"), "{}", text(&o));
     let o = jinn(&["data", "gen", "--env", "pong", "--out", dir.path().join("y").to_str().unwrap()]);
     assert!(!o.status.success() && text(&o).contains("breakout"), "{}", text(&o));
     let o = jinn(&["data", "verify", dir.path().join("missing").to_str().unwrap()]);

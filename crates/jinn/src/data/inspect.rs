@@ -1,10 +1,12 @@
-//! `jinn data inspect`: counts, shapes, record lengths, action histogram, preview GIF.
+//! `jinn data inspect`: counts, shapes, record lengths, action histogram, how often breakout's
+//! ball bounces, breaks bricks and is lost, preview GIF.
 
 use super::{resolve_shape, splits_of, ShapeArg};
 use jinn_data::array_record::ArrayRecordReader;
 use jinn_data::dataset::{list_record_files, validate_record};
 use jinn_data::gif_writer::{write_gif, GifOptions};
 use jinn_data::metadata::{action_names, DatasetMetadata};
+use jinn_data::objects::{ball_events, detect_breakout, BallEvent, Game, BALL_EVENTS};
 use jinn_data::pickle::decode_episode;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,6 +41,25 @@ struct SplitSummary {
     max_len: usize,
     action_shape: Option<(String, usize)>,
     histogram: BTreeMap<i64, usize>,
+    /// Breakout only: transitions read, and how many of them carry each ball event.
+    ball_events: Option<(usize, BTreeMap<&'static str, usize>)>,
+}
+
+/// Count the ball events of a breakout record's transitions (read off its frames) into `tally`.
+fn tally_ball_events(
+    video: &[u8],
+    shape: jinn_data::FrameShape,
+    tally: &mut (usize, BTreeMap<&'static str, usize>),
+) -> anyhow::Result<()> {
+    let track = video
+        .chunks_exact(shape.frame_bytes())
+        .map(|frame| detect_breakout(frame, shape))
+        .collect::<jinn_data::Result<Vec<_>>>()?;
+    tally.0 += track.len().saturating_sub(1);
+    for event in ball_events(&track, shape).into_iter().flatten() {
+        *tally.1.entry(event.label()).or_default() += 1;
+    }
+    Ok(())
 }
 
 /// Inspect a dataset.
@@ -58,11 +79,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         );
     }
     let names = meta.as_ref().and_then(|m| action_names(&m.env, m.num_actions)).unwrap_or_default();
+    let breakout = meta.as_ref().and_then(|m| Game::from_env_name(&m.env)) == Some(Game::Breakout);
     let mut preview = None;
     for (name, dir) in &splits {
         let shape = resolve_shape(dir, args.shape.frame_shape)?;
         let (_, files) = list_record_files(dir)?;
         let mut s = SplitSummary { files: files.len(), min_len: usize::MAX, ..Default::default() };
+        if breakout {
+            s.ball_events = Some((0, BTreeMap::new()));
+        }
         for file in &files {
             let reader = ArrayRecordReader::open(file)?;
             s.records += reader.len();
@@ -82,9 +107,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
                         *s.histogram.entry(v).or_default() += 1;
                     }
                 }
-                if preview.is_none() {
+                if preview.is_none() || s.ball_events.is_some() {
                     validate_record(&record, shape)
                         .map_err(|e| anyhow::anyhow!("{}: record {i}: {e}", file.display()))?;
+                }
+                if let Some(tally) = &mut s.ball_events {
+                    tally_ball_events(&record.raw_video, shape, tally)
+                        .map_err(|e| anyhow::anyhow!("{}: record {i}: {e}", file.display()))?;
+                }
+                if preview.is_none() {
                     preview = Some((record, shape));
                 }
             }
@@ -111,6 +142,18 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
 }
 
 fn print_summary(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape, names: &[String]) {
+    print_counts(name, s, shape, names);
+    if let Some((transitions, counts)) = &s.ball_events {
+        let share = |e: BallEvent| {
+            100.0 * counts.get(e.label()).copied().unwrap_or(0) as f64 / (*transitions).max(1) as f64
+        };
+        let shares: Vec<String> =
+            BALL_EVENTS.iter().map(|&e| format!("{} {:.1}%", e.label(), share(e))).collect();
+        println!("  ball events (read off the frames) in {transitions} transitions: {}", shares.join(", "));
+    }
+}
+
+fn print_counts(name: &str, s: &SplitSummary, shape: jinn_data::FrameShape, names: &[String]) {
     let partial = if (s.decoded as u64) < s.records {
         format!(" (stats over the first {})", s.decoded)
     } else {
