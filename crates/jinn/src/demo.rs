@@ -165,7 +165,7 @@ const DEMO_CONTEXT: usize = 2;
 /// --follow-prob`): random play loses the ball within a few bounces, and a world trained on
 /// it seldom sees the ball bounce off the paddle, so in play it loses the ball there. Half the
 /// steps following the ball give 3.8 % paddle bounces and 3.6 % brick hits per transition
-/// (random play: 0.8 % and 2.8 %); see docs/evaluating-worlds.md for what it does to play.
+/// (random play: 1.0 % and 2.8 %); see docs/evaluating-worlds.md for what it does to play.
 const DEMO_FOLLOW_PROB: f64 = 0.5;
 
 /// Generate built-in breakout episodes into `dir` unless a dataset is already there.
