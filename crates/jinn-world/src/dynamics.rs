@@ -47,6 +47,7 @@ impl DynamicsConfig {
             }
         };
         let mask_limit = maskgit.map_or(0.0, |c| c.mask_limit);
+        let mask_ratio_per_frame = maskgit.is_some_and(|c| c.mask_ratio_per_frame);
         if !(0.0..1.0).contains(&mask_limit) {
             return Err(NnError::InvalidConfig {
                 field: "mask_limit",
@@ -106,6 +107,7 @@ impl DynamicsConfig {
             reversible_blocks,
             causal,
             mask_limit,
+            mask_ratio_per_frame,
             z_loss_weight: tokens.z_loss_weight,
             changed_token_weight: tokens.changed_token_weight,
         })
@@ -133,6 +135,8 @@ pub struct Dynamics {
     pub causal: bool,
     /// MaskGIT mask ratio lower bound (0 for causal dynamics, which mask nothing).
     pub mask_limit: f64,
+    /// One MaskGIT mask ratio per frame instead of per clip.
+    pub mask_ratio_per_frame: bool,
     /// z-loss weight.
     pub z_loss_weight: f64,
     /// Loss weight of tokens changed since the previous frame (see [`DynamicsConfig`]).

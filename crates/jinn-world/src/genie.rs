@@ -267,7 +267,12 @@ impl Genie {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
             (logits, vec![true; dims.iter().product()], causal::all_positions(dims, &device))
         } else {
-            let mask = maskgit::draw_mask(dims, self.dynamics.mask_limit, mask_streams)?;
+            let mask = maskgit::draw_mask(
+                dims,
+                self.dynamics.mask_limit,
+                self.dynamics.mask_ratio_per_frame,
+                mask_streams,
+            )?;
             let mask_t = maskgit::mask_tensor(&mask, dims, &device);
             let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
             (logits, mask, mask_t.float())

@@ -114,8 +114,14 @@ impl Default for TokenDynamicsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MaskGitConfig {
-    /// The per-sample mask ratio is drawn from `U[mask_limit, 1)`.
+    /// The mask ratio is drawn from `U[mask_limit, 1)`, once per clip (Jasmine) or once per
+    /// frame (`mask_ratio_per_frame`).
     pub mask_limit: f64,
+    /// Draw the mask ratio for each frame of a clip rather than once for the clip (not in
+    /// Jasmine). A rollout generates one frame after whole context frames; with one ratio per
+    /// clip, training seldom shows a frame after lightly masked ones, with one per frame it
+    /// shows every mix.
+    pub mask_ratio_per_frame: bool,
     /// Every token slot of frame `t` also receives a learned embedding of the token at the
     /// same position in frame `t − 1` (not in Jasmine). Training masks each frame with ratio
     /// `p ≥ mask_limit`, so without it a masked frame rarely sees the previous frames' ball
@@ -129,7 +135,12 @@ pub struct MaskGitConfig {
 
 impl Default for MaskGitConfig {
     fn default() -> Self {
-        MaskGitConfig { mask_limit: 0.5, previous_frame_input: false, tokens: TokenDynamicsConfig::default() }
+        MaskGitConfig {
+            mask_limit: 0.5,
+            mask_ratio_per_frame: false,
+            previous_frame_input: false,
+            tokens: TokenDynamicsConfig::default(),
+        }
     }
 }
 

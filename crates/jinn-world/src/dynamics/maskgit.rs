@@ -1,7 +1,7 @@
 //! MaskGIT training masks (as Jasmine's `DynamicsMaskGIT` in `jasmine/models/dynamics.py`).
 //!
-//! Per sample a ratio `p ~ U[mask_limit, 1)`; every token of frames `1..T−1` is masked
-//! independently with probability `p`; frame 0 is never masked. Masks are drawn on the host
+//! Per clip (or, with `per_frame`, per frame) a ratio `p ~ U[mask_limit, 1)`; every token of
+//! frames `1..T−1` is masked independently with probability `p`; frame 0 is never masked. Masks are drawn on the host
 //! from a caller-supplied generator (derived from `(seed, step, purpose)`), so training is
 //! reproducible and a resumed run draws the same masks.
 
@@ -12,14 +12,24 @@ use jinn_nn::NnError;
 use rand::Rng;
 
 /// A MaskGIT mask `[B, T, N]` (row-major, true = masked), each clip's drawn from its own
-/// stream.
-pub fn draw_mask(dims: [usize; 3], mask_limit: f64, streams: &SampleStreams) -> Result<Vec<bool>, NnError> {
+/// stream; one ratio per clip, or one per frame when `per_frame`.
+pub fn draw_mask(
+    dims: [usize; 3],
+    mask_limit: f64,
+    per_frame: bool,
+    streams: &SampleStreams,
+) -> Result<Vec<bool>, NnError> {
     let [b, t, n] = dims;
     let mut mask = vec![false; b * t * n]; // [b, t, n]
     for (sample, mut rng) in mask.chunks_mut(t * n).zip(clip_rngs(streams, b)?) {
-        let p: f64 = rng.random_range(mask_limit..1.0);
-        for slot in sample.iter_mut().skip(n) {
-            *slot = rng.random_bool(p);
+        let mut p: f64 = rng.random_range(mask_limit..1.0);
+        for frame in sample.chunks_mut(n).skip(1) {
+            if per_frame {
+                p = rng.random_range(mask_limit..1.0);
+            }
+            for slot in frame.iter_mut() {
+                *slot = rng.random_bool(p);
+            }
         }
     }
     Ok(mask)

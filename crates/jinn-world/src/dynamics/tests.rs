@@ -62,7 +62,7 @@ fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 #[test]
 fn first_frame_is_never_masked_and_ratio_is_at_least_the_limit() {
     let (b, t, n) = (64, 3, 16);
-    let mask = maskgit::draw_mask([b, t, n], 0.5, &SampleStreams::new(1, "test", 0, b)).unwrap();
+    let mask = maskgit::draw_mask([b, t, n], 0.5, false, &SampleStreams::new(1, "test", 0, b)).unwrap();
     for sample in mask.chunks(t * n) {
         assert!(sample[..n].iter().all(|&m| !m), "frame 0 masked");
     }
@@ -70,13 +70,38 @@ fn first_frame_is_never_masked_and_ratio_is_at_least_the_limit() {
     let rate = rest.iter().filter(|&&m| m).count() as f64 / rest.len() as f64;
     // E[p] = 0.75 for p ~ U[0.5, 1); 2048 draws.
     assert!((0.65..0.85).contains(&rate), "mask rate {rate}");
-    let again = maskgit::draw_mask([b, t, n], 0.5, &SampleStreams::new(1, "test", 0, b)).unwrap();
+    let again = maskgit::draw_mask([b, t, n], 0.5, false, &SampleStreams::new(1, "test", 0, b)).unwrap();
     assert_eq!(again, mask, "same streams, same mask");
     // A clip's mask depends on its own stream only: the second half drawn as a batch of its own.
     let half = SampleStreams::new(1, "test", (b / 2) as u64, b / 2);
-    let second = maskgit::draw_mask([b / 2, t, n], 0.5, &half).unwrap();
+    let second = maskgit::draw_mask([b / 2, t, n], 0.5, false, &half).unwrap();
     assert_eq!(second, mask[b / 2 * t * n..], "clips keyed by their global index");
-    assert!(maskgit::draw_mask([b, t, n], 0.5, &half).is_err(), "streams for another batch size");
+    assert!(maskgit::draw_mask([b, t, n], 0.5, false, &half).is_err(), "streams for another batch size");
+}
+
+#[test]
+fn a_per_frame_ratio_varies_between_frames_of_a_clip() {
+    let (b, t, n) = (64, 8, 64);
+    // Mean over clips of the spread (largest minus smallest masked share) of frames 1..T−1.
+    let spread = |mask: &[bool]| {
+        let per_clip = mask.chunks(t * n).map(|clip| {
+            let shares: Vec<f64> =
+                clip.chunks(n).skip(1).map(|f| f.iter().filter(|&&m| m).count() as f64 / n as f64).collect();
+            shares.iter().cloned().fold(0.0, f64::max) - shares.iter().cloned().fold(1.0, f64::min)
+        });
+        per_clip.sum::<f64>() / b as f64
+    };
+    let streams = SampleStreams::new(3, "test", 0, b);
+    let per_clip = maskgit::draw_mask([b, t, n], 0.0, false, &streams).unwrap();
+    let per_frame = maskgit::draw_mask([b, t, n], 0.0, true, &streams).unwrap();
+    // One ratio per clip: frames differ only by the binomial noise of 64 draws (spread ≈ 0.15);
+    // one per frame: the range of 7 draws from U[0, 1) (≈ 0.75).
+    assert!(spread(&per_clip) < 0.25, "per-clip spread {}", spread(&per_clip));
+    assert!(spread(&per_frame) > 0.5, "per-frame spread {}", spread(&per_frame));
+    for clip in per_frame.chunks(t * n) {
+        assert!(clip[..n].iter().all(|&m| !m), "frame 0 masked");
+    }
+    assert_eq!(maskgit::draw_mask([b, t, n], 0.0, true, &streams).unwrap(), per_frame, "reproducible");
 }
 
 /// Naive f64 cross-entropy and z-loss over the weighted positions.
@@ -101,7 +126,7 @@ fn loss_counts_only_masked_positions_as_the_naive_computation_does() {
     let v = 7;
     let logits = Tensor::<4>::random([2, 3, 5, v], Distribution::Normal(0.0, 2.0), &device).require_grad();
     let targets = random_tokens(dims, v, 4);
-    let mask = maskgit::draw_mask(dims, 0.5, &SampleStreams::new(2, "test", 0, 2)).unwrap();
+    let mask = maskgit::draw_mask(dims, 0.5, false, &SampleStreams::new(2, "test", 0, 2)).unwrap();
     let weight = maskgit::mask_tensor(&mask, dims, &device).float();
     let losses = token_cross_entropy(logits.clone(), tokens(&targets, dims, &device), weight, 0.0);
     let (want_ce, want_z) = naive_losses(&floats(logits.clone()), &targets, &mask, v);
@@ -225,7 +250,8 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
         for step in 0..60 {
             let (mask, weight) = match kind {
                 DynamicsKind::MaskGit => {
-                    let m = maskgit::draw_mask(dims, 0.5, &SampleStreams::new(0, "t", step, 2)).unwrap();
+                    let m =
+                        maskgit::draw_mask(dims, 0.5, false, &SampleStreams::new(0, "t", step, 2)).unwrap();
                     let mt = maskgit::mask_tensor(&m, dims, &device);
                     (Some(mt.clone()), mt.float())
                 }
@@ -296,14 +322,20 @@ fn each_kind_reads_only_its_own_settings() {
         let stored = jinn_train::config::to_json(&cfg);
         let keys: Vec<&str> = stored.as_object().unwrap().keys().map(String::as_str).collect();
         let own: &[&str] = match kind {
-            DynamicsKind::MaskGit => {
-                &["mask_limit", "previous_frame_input", "z_loss_weight", "changed_token_weight", "reversible"]
-            }
+            DynamicsKind::MaskGit => &[
+                "mask_limit",
+                "mask_ratio_per_frame",
+                "previous_frame_input",
+                "z_loss_weight",
+                "changed_token_weight",
+                "reversible",
+            ],
             DynamicsKind::Causal => &["z_loss_weight", "changed_token_weight", "reversible"],
             DynamicsKind::Diffusion => &["denoise_steps"],
         };
         for key in [
             "mask_limit",
+            "mask_ratio_per_frame",
             "previous_frame_input",
             "z_loss_weight",
             "changed_token_weight",
@@ -319,6 +351,7 @@ fn each_kind_reads_only_its_own_settings() {
     let cases = [
         ("causal", "mask_limit = 0.3"),
         ("causal", "previous_frame_input = true"),
+        ("diffusion", "mask_ratio_per_frame = true"),
         ("diffusion", "changed_token_weight = 2.0"),
         ("diffusion", "reversible = true"),
         ("maskgit", "denoise_steps = 8"),
