@@ -1,9 +1,9 @@
 //! MaskGIT training masks (as Jasmine's `DynamicsMaskGIT` in `jasmine/models/dynamics.py`).
 //!
 //! Per clip (or, with `per_frame`, per frame) a ratio `p ~ U[mask_limit, 1)`; every token of
-//! frames `1..T−1` is masked independently with probability `p`; frame 0 is never masked. Masks are drawn on the host
-//! from a caller-supplied generator (derived from `(seed, step, purpose)`), so training is
-//! reproducible and a resumed run draws the same masks.
+//! frames `1..T−1` is masked independently with probability `p`; frame 0 is never masked.
+//! Masks are drawn on the host from a caller-supplied generator (derived from `(seed, step,
+//! purpose)`), so training is reproducible and a resumed run draws the same masks.
 
 use crate::streams::clip_rngs;
 use burn::tensor::{Bool, Device, Tensor, TensorData};

@@ -270,6 +270,19 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
 }
 
 #[test]
+fn the_per_frame_mask_setting_reaches_the_model() {
+    let device = Device::flex();
+    let mut cfg = tiny(DynamicsKind::MaskGit);
+    assert!(!cfg.init(11, 4, &device).unwrap().mask_ratio_per_frame, "off by default, as Jasmine");
+    cfg.maskgit_mut().unwrap().mask_ratio_per_frame = true;
+    assert!(cfg.init(11, 4, &device).unwrap().mask_ratio_per_frame);
+    assert!(
+        !tiny(DynamicsKind::Causal).init(11, 4, &device).unwrap().mask_ratio_per_frame,
+        "causal masks nothing"
+    );
+}
+
+#[test]
 fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
     let device = Device::flex();
     let mut cfg = tiny(DynamicsKind::MaskGit);
