@@ -29,7 +29,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod any_task;
 mod update;
+pub use any_task::AnyTask;
 pub use update::{step_gradients, MicroBatch, MicroContext, Objective, Updater};
 
 /// Metric name → value.

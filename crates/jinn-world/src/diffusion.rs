@@ -16,8 +16,12 @@
 //! derived from `(seed, purpose, step)`, so a resumed run draws the same ones.
 
 pub mod genie;
+mod kind;
 pub mod sample;
 pub mod task;
+mod world;
+
+pub use kind::DIFFUSION_ENTRY;
 
 use crate::dynamics::{action_slots, DynamicsConfig};
 use crate::streams::clip_rngs;

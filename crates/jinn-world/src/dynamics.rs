@@ -17,9 +17,11 @@ mod config;
 pub mod maskgit;
 mod token_loss;
 
-pub use config::{
-    DynamicsConfig, DynamicsKind, KindConfig, MaskGitConfig, TokenDynamicsConfig, DYNAMICS_KINDS,
-};
+mod kinds;
+
+pub use crate::dynamics_kinds::DynamicsKind;
+pub use config::{DynamicsConfig, MaskGitConfig, TokenDynamicsConfig};
+pub use kinds::{CAUSAL_ENTRY, MASKGIT_ENTRY};
 
 pub use token_loss::changed_token_weights;
 
@@ -35,16 +37,15 @@ impl DynamicsConfig {
     /// Build the network for a codebook of `num_codes` tokens and actions of width
     /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), flax NNX defaults).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
-        let (maskgit, tokens) = match &self.per_kind {
-            KindConfig::MaskGit(c) => (Some(c), &c.tokens),
-            KindConfig::Causal(c) => (None, c),
-            KindConfig::Diffusion(_) => {
-                return Err(NnError::InvalidConfig {
-                    field: "kind",
-                    reason: "diffusion dynamics work on continuous latents; build them with init_diffusion"
-                        .into(),
-                })
-            }
+        let maskgit = self.maskgit();
+        let Some(tokens) = self.tokens() else {
+            return Err(NnError::InvalidConfig {
+                field: "kind",
+                reason: format!(
+                    "`{}` dynamics do not predict tokenizer codes; build them through their kind's registry row",
+                    self.kind()
+                ),
+            });
         };
         let mask_limit = maskgit.map_or(0.0, |c| c.mask_limit);
         let mask_ratio_per_frame = maskgit.is_some_and(|c| c.mask_ratio_per_frame);
@@ -157,9 +158,9 @@ impl Dynamics {
     /// Which kind of dynamics this is.
     pub fn kind(&self) -> DynamicsKind {
         if self.causal {
-            DynamicsKind::Causal
+            DynamicsKind::CAUSAL
         } else {
-            DynamicsKind::MaskGit
+            DynamicsKind::MASKGIT
         }
     }
 

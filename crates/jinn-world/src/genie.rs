@@ -15,7 +15,7 @@
 //! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
 //! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
 
-use crate::dynamics::{causal, changed_token_weights, maskgit, Dynamics, DynamicsConfig, DynamicsKind};
+use crate::dynamics::{causal, changed_token_weights, maskgit, Dynamics, DynamicsConfig};
 use crate::lam::{Lam, LamConfig};
 use crate::mae::MaeTokenizer;
 use crate::tokenizer::TOKENIZER_KIND;
@@ -478,11 +478,14 @@ pub fn assemble_genie(
 /// MaskGIT and causal dynamics only: diffusion dynamics are assembled by
 /// [`crate::diffusion::genie::assemble_diffusion_genie`].
 fn check_token_dynamics(dynamics: &DynamicsConfig, run: &Path) -> Result<()> {
-    if dynamics.kind() == DynamicsKind::Diffusion {
+    if dynamics.tokens().is_none() {
         return Err(TrainError::checkpoint(
             run,
-            "holds diffusion dynamics (an MAE-tokenizer world model); this path takes MaskGIT or causal \
-             dynamics only (diffusion models: assemble_diffusion_genie / load_world, jinn sample, jinn eval world)",
+            format!(
+                "holds {} dynamics; this path takes MaskGIT or causal dynamics only (other kinds: \
+                 load_world, jinn sample, jinn eval world)",
+                dynamics.kind()
+            ),
         ));
     }
     Ok(())
@@ -517,6 +520,7 @@ pub fn load_genie(run_dir: &Path, device: &Device) -> Result<(Genie, GenieConfig
 }
 
 pub mod reversible;
+mod world;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -2,12 +2,14 @@
 //! model, config and training task side by side: the VQ-VAE video tokenizer ([`tokenizer`]),
 //! the MAE tokenizer ([`mae`]), the latent action model ([`lam`]), MaskGIT and causal dynamics
 //! ([`dynamics`]) and their assembly into a world model ([`genie`]), diffusion dynamics and
-//! its world model ([`diffusion`]); the data config and batches every task shares ([`data`]).
+//! its world model ([`diffusion`]); the registry of dynamics kinds ([`dynamics_kinds`]); the
+//! data config and batches every task shares ([`data`]).
 #![warn(missing_docs)]
 
 pub mod data;
 pub mod diffusion;
 pub mod dynamics;
+pub mod dynamics_kinds;
 pub mod genie;
 #[cfg(test)]
 mod grad_check;
@@ -32,10 +34,8 @@ pub use diffusion::sample::sample_diffusion;
 pub use diffusion::task::DiffusionTask;
 pub use diffusion::{DiffusionConfig, DiffusionDynamics};
 pub use dynamics::task::{DynamicsRunConfig, DynamicsTask, GenieRunConfig};
-pub use dynamics::{
-    Dynamics, DynamicsConfig, DynamicsKind, KindConfig, MaskGitConfig, TokenDynamicsConfig, TokenMetrics,
-    DYNAMICS_KINDS,
-};
+pub use dynamics::{Dynamics, DynamicsConfig, MaskGitConfig, TokenDynamicsConfig, TokenMetrics};
+pub use dynamics_kinds::{DynamicsKind, DynamicsKindEntry, KindConfig, DYNAMICS_KINDS};
 pub use genie::{
     assemble_genie, load_genie, load_lam, load_mae_tokenizer, load_tokenizer, ActionConfig, ActionSource,
     Genie, GenieConfig, GenieOutput, DYNAMICS_KIND, LAM_KIND,

@@ -4,14 +4,14 @@
 //! Given context tokens `[B, C, N]` and the actions of all `S−1` transitions, [`sample`]
 //! generates frames `C..S−1` one at a time:
 //!
-//! * MaskGIT ([`DynamicsKind::MaskGit`]): `steps` refinement passes per frame. At step `s`,
+//! * MaskGIT ([`DynamicsKind::MASKGIT`]): `steps` refinement passes per frame. At step `s`,
 //!   `r_s = cos(π(s+1)/(2·steps))`, logits are divided by `τ·(1 − r_s)` (temperature annealed
 //!   from ≈0 up to τ), every masked position of the frame is sampled (argmax or categorical)
 //!   and written, and the `N − round(N(1 − r_s))` least confident of them are masked again.
 //!   Only the frame being generated is ranked and re-masked: context and earlier generated
 //!   tokens are never touched (the reference can overwrite one of them per step; jinn fixes
 //!   that deliberately).
-//! * Causal ([`DynamicsKind::Causal`]): token by token, logits divided by τ.
+//! * Causal ([`DynamicsKind::CAUSAL`]): token by token, logits divided by τ.
 //!
 //! With `use_cache` (the default) the transformer runs only on the frame (MaskGIT) or slot
 //! (causal) being generated, against [`AxialKvCache`]s of the earlier frames; without it
@@ -224,7 +224,7 @@ fn sample_within(
             got: format!("{:?}", actions.dims()),
         });
     }
-    if dynamics.kind() == DynamicsKind::MaskGit && cfg.maskgit_steps == 0 {
+    if dynamics.kind() == DynamicsKind::MASKGIT && cfg.maskgit_steps == 0 {
         return Err(NnError::InvalidConfig { field: "maskgit_steps", reason: "must be ≥ 1".into() });
     }
     if !(cfg.temperature.is_finite() && cfg.temperature >= 0.0) {

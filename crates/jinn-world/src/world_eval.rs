@@ -203,13 +203,7 @@ impl WorldEval {
     /// Only the LAM/true-action pairs of the first `clips` clips of `batch` (no sampling):
     /// the NMI is cheap, so it can be measured on many more clips than the rollouts. A model
     /// without a LAM or a batch without recorded actions adds nothing.
-    pub fn add_lam_codes<'a>(
-        &mut self,
-        model: impl Into<World<'a>>,
-        batch: &Batch,
-        clips: usize,
-    ) -> Result<()> {
-        let world: World<'a> = model.into();
+    pub fn add_lam_codes(&mut self, world: &dyn World, batch: &Batch, clips: usize) -> Result<()> {
         let (b, s) = (clips.min(batch.batch_size), batch.seq_len);
         let Some(recorded) = recorded_actions(batch, b).filter(|_| b > 0) else {
             return Ok(());
@@ -235,9 +229,8 @@ impl WorldEval {
     }
 
     /// Evaluate the first `clips` clips of `batch` (clips of exactly `C + G` frames) with
-    /// `model` (a [`crate::Genie`], a [`crate::DiffusionGenie`] or a [`World`]).
-    pub fn add_batch<'a>(&mut self, model: impl Into<World<'a>>, batch: &Batch, clips: usize) -> Result<()> {
-        let world: World<'a> = model.into();
+    /// `world` (a [`crate::Genie`], a [`crate::DiffusionGenie`], any [`World`]).
+    pub fn add_batch(&mut self, world: &dyn World, batch: &Batch, clips: usize) -> Result<()> {
         let (c, g) = (self.cfg.context, self.cfg.frames);
         let s = c + g;
         if batch.seq_len != s {
@@ -398,15 +391,9 @@ fn recorded_actions(batch: &Batch, b: usize) -> Option<Vec<i64>> {
 /// `actions` `[B, S−1, La]` with the transitions into generated frames (rows `C−1..`)
 /// replaced by uniformly random entries of the model's action table (LAM codebook or
 /// recorded-action embeddings); rows of transitions inside the context are kept.
-fn random_actions<'a>(
-    model: impl Into<World<'a>>,
-    actions: Tensor<3>,
-    context: usize,
-    seed: u64,
-    batch: u64,
-) -> Tensor<3> {
+fn random_actions(world: &dyn World, actions: Tensor<3>, context: usize, seed: u64, batch: u64) -> Tensor<3> {
     let [b, sm1, la] = actions.dims();
-    let table = model.into().action_table(); // [k, la]
+    let table = world.action_table(); // [k, la]
     let k = table.dims()[0];
     let mut rng = jinn_data::rng::rng_for(seed, "world-eval-random-actions", batch);
     let g = sm1 + 1 - context;

@@ -86,7 +86,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
     let device = a.device.device();
     let (model, _cfg, step) = load_world(&a.ckpt, &device)
         .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
-    let world = model.view();
+    let world = model.as_ref();
     let s = a.context + a.frames;
     let split = a.data.join(&a.split);
     let grid = world.grid();
@@ -179,7 +179,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
 
 /// The action vectors `[1, S−1, La]` of the rollout and their ids (for the labels).
 fn rollout_actions(
-    world: World<'_>,
+    world: &dyn World,
     spec: &str,
     videos: Tensor<5>,
     batch: &jinn_data::loader::Batch,

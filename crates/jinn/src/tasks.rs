@@ -4,22 +4,24 @@
 //! `jinn bench train` all look tasks up here, so a new model kind is one row.
 //!
 //! A task name (`tokenizer`, `lam`, `dynamics`, `lm`, `graph`) has one run config type; the
-//! config's kind (`model.kind`: `vq` or `mae`; `maskgit`, `causal` or `diffusion`; `rotation`
-//! or `complex`; the LM's `model.arch`: `rsf` or `standard`) picks the row that builds the
-//! task.
+//! config's kind (`model.kind`: `vq` or `mae`; `rotation` or `complex`; the LM's `model.arch`:
+//! `rsf` or `standard`) picks the row that builds the task. The dynamics row serves every kind
+//! of the dynamics-kind registry, [`jinn_world::DYNAMICS_KINDS`] (`maskgit`, `causal`,
+//! `diffusion`), which builds each kind's task.
 
 mod erased;
 
-pub use erased::{AnyTask, RunConfig};
+pub use erased::RunConfig;
+pub use jinn_train::train_loop::AnyTask;
 
 use anyhow::Context;
 use burn::tensor::Device;
 use jinn_graph::GraphRunConfig;
 use jinn_text::lm::LmRunConfig;
 use jinn_train::train_loop::TrainTask;
+use jinn_world::dynamics_kinds::WorldTaskInputs;
 use jinn_world::{
-    assemble_diffusion_genie, assemble_genie, ActionSource, DiffusionTask, DynamicsConfig, DynamicsRunConfig,
-    DynamicsTask, GenieConfig, GenieRunConfig, LamRunConfig, LamTask, MaeTask, TokenizerRunConfig,
+    ActionSource, DynamicsKind, DynamicsRunConfig, LamRunConfig, LamTask, MaeTask, TokenizerRunConfig,
     TokenizerTask,
 };
 use serde::{de::DeserializeOwned, Serialize};
@@ -32,8 +34,8 @@ pub type LoadConfig = fn(Option<&Path>, &[String]) -> anyhow::Result<Box<dyn Run
 pub struct TaskEntry {
     /// `jinn train NAME`, the demo's stage `NAME`, `jinn bench train --task NAME`.
     pub task: &'static str,
-    /// The `model.kind` this row builds (the task name for a task of one kind).
-    pub kind: &'static str,
+    /// The `model.kind`s this row builds (the task name for a task of one kind).
+    pub kinds: fn() -> Vec<&'static str>,
     /// Load the task's run config from a TOML file (built-in defaults without one) and
     /// `--set KEY=VALUE` overrides.
     pub load: LoadConfig,
@@ -41,48 +43,36 @@ pub struct TaskEntry {
     pub build: fn(&dyn RunConfig, &TaskInputs<'_>) -> anyhow::Result<Built>,
 }
 
-/// Every world-model training task, one row per model kind.
+/// Every training task, one row per model kind; one row for every dynamics kind.
 pub const TASKS: &[TaskEntry] = &[
     TaskEntry {
         task: "tokenizer",
-        kind: "vq",
+        kinds: || vec!["vq"],
         load: load::<TokenizerRunConfig>,
         build: |c, i| from_config(c, i, TokenizerTask::from_config),
     },
     TaskEntry {
         task: "tokenizer",
-        kind: "mae",
+        kinds: || vec!["mae"],
         load: load::<TokenizerRunConfig>,
         build: |c, i| from_config(c, i, MaeTask::from_config),
     },
     TaskEntry {
         task: "lam",
-        kind: "lam",
+        kinds: || vec!["lam"],
         load: load::<LamRunConfig>,
         build: |c, i| from_config(c, i, LamTask::from_config),
     },
     TaskEntry {
         task: "dynamics",
-        kind: "maskgit",
+        kinds: || DynamicsKind::all().map(DynamicsKind::name).collect(),
         load: load::<DynamicsRunConfig>,
-        build: |c, i| world_model(c, i, assemble_genie, DynamicsTask::new),
+        build: world_model,
     },
-    TaskEntry {
-        task: "dynamics",
-        kind: "causal",
-        load: load::<DynamicsRunConfig>,
-        build: |c, i| world_model(c, i, assemble_genie, DynamicsTask::new),
-    },
-    TaskEntry {
-        task: "dynamics",
-        kind: "diffusion",
-        load: load::<DynamicsRunConfig>,
-        build: |c, i| world_model(c, i, assemble_diffusion_genie, DiffusionTask::new),
-    },
-    TaskEntry { task: "lm", kind: "rsf", load: load::<LmRunConfig>, build: language_model },
-    TaskEntry { task: "lm", kind: "standard", load: load::<LmRunConfig>, build: language_model },
-    TaskEntry { task: "graph", kind: "rotation", load: load::<GraphRunConfig>, build: graph },
-    TaskEntry { task: "graph", kind: "complex", load: load::<GraphRunConfig>, build: graph },
+    TaskEntry { task: "lm", kinds: || vec!["rsf"], load: load::<LmRunConfig>, build: language_model },
+    TaskEntry { task: "lm", kinds: || vec!["standard"], load: load::<LmRunConfig>, build: language_model },
+    TaskEntry { task: "graph", kinds: || vec!["rotation"], load: load::<GraphRunConfig>, build: graph },
+    TaskEntry { task: "graph", kinds: || vec!["complex"], load: load::<GraphRunConfig>, build: graph },
 ];
 
 /// What a task is built from besides its run config.
@@ -145,8 +135,8 @@ pub fn load_config(task: &str, file: Option<&Path>, sets: &[String]) -> anyhow::
 pub fn build(task: &str, cfg: &dyn RunConfig, inputs: &TaskInputs<'_>) -> anyhow::Result<Built> {
     let kind = cfg.kind();
     let rows: Vec<&TaskEntry> = TASKS.iter().filter(|e| e.task == task).collect();
-    let Some(entry) = rows.iter().find(|e| e.kind == kind) else {
-        let kinds: Vec<&str> = rows.iter().map(|e| e.kind).collect();
+    let Some(entry) = rows.iter().find(|e| (e.kinds)().contains(&kind.as_str())) else {
+        let kinds: Vec<&str> = rows.iter().flat_map(|e| (e.kinds)()).collect();
         anyhow::bail!(
             "model.kind `{kind}`: no {task} task of that kind; expected one of {}",
             kinds.join(", ")
@@ -180,41 +170,27 @@ fn from_config<C: RunConfig, T: TrainTask + 'static>(
     Ok(Built { task: Box::new(task), stored: cfg.to_json() })
 }
 
-/// Assembles a world model `G` on a tokenizer run, with its action source, and returns its
-/// resolved config.
-type Assemble<G> =
-    fn(&Path, ActionSource<'_>, &DynamicsConfig, &Device) -> jinn_train::Result<(G, GenieConfig)>;
-
-/// A world-model task: the model assembled by `assemble` on `inputs.tokenizer` and
-/// `inputs.actions` (fresh parts drawn from `train.seed`), trained by the task `new` builds;
-/// it stores the resolved [`GenieRunConfig`].
-fn world_model<G: burn::module::Module, T: TrainTask + 'static>(
-    cfg: &dyn RunConfig,
-    inputs: &TaskInputs<'_>,
-    assemble: Assemble<G>,
-    new: fn(&GenieRunConfig, &Path, G) -> jinn_train::Result<T>,
-) -> anyhow::Result<Built> {
+/// A world-model task of any dynamics kind, built by the kind's registry row on
+/// `inputs.tokenizer` and `inputs.actions`; it stores the resolved
+/// [`jinn_world::GenieRunConfig`].
+fn world_model(cfg: &dyn RunConfig, inputs: &TaskInputs<'_>) -> anyhow::Result<Built> {
     let cfg = concrete::<DynamicsRunConfig>(cfg);
     let tokenizer = inputs.tokenizer.context("a world model needs a tokenizer run (--tokenizer)")?;
-    let source = match inputs.actions {
+    let actions = match inputs.actions {
         Actions::LamRun(dir) => ActionSource::LamRun(dir),
         Actions::CoTrain => ActionSource::CoTrain(cfg.lam.clone()),
         Actions::GroundTruth(num_actions) => ActionSource::GroundTruth { num_actions },
     };
-    let device = &inputs.device;
-    let seed = jinn_data::rng::derive_seed(cfg.train.seed, "init", 0);
-    let mut assembled = None;
-    let model = jinn_nn::init::seeded_init(device, seed, || {
-        let (model, genie_cfg) = assemble(tokenizer, source, &cfg.model, device)?;
-        assembled = Some(genie_cfg);
-        Ok::<_, jinn_train::TrainError>(model)
-    })
-    .with_context(|| format!("assembling the world model from tokenizer run {}", tokenizer.display()))?;
-    let model_cfg = assembled.expect("set by a successful assembly");
-    let run_cfg = GenieRunConfig { model: model_cfg, train: cfg.train.clone(), data: cfg.data.clone() };
-    let task = new(&run_cfg, inputs.data, model)
-        .with_context(|| format!("setting up dynamics training on {}", inputs.data.display()))?;
-    Ok(Built { task: Box::new(task), stored: jinn_train::config::to_json(&run_cfg) })
+    let kind = cfg.model.kind();
+    let world_inputs = WorldTaskInputs { data: inputs.data, tokenizer, actions, device: &inputs.device };
+    let built = (kind.entry().build_task)(cfg, world_inputs).with_context(|| {
+        format!(
+            "setting up `{kind}` dynamics training on tokenizer run {} and data {}",
+            tokenizer.display(),
+            inputs.data.display()
+        )
+    })?;
+    Ok(Built { task: built.task, stored: jinn_train::config::to_json(&built.stored) })
 }
 
 /// A language model on the corpus `inputs.data`, its token shards prepared in the run

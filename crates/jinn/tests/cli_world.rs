@@ -297,11 +297,11 @@ fn diffusion_pipeline_trains_samples_and_compares(demo: &Path, tmp: &Path) {
         "--steps", "2", "--out", eval_out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("Diffusion") && text(&o).contains("MaskGit"), "{}", text(&o));
+    assert!(text(&o).contains(" diffusion ") && text(&o).contains(" maskgit "), "{}", text(&o));
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(eval_out.join("comparison.json")).unwrap()).unwrap();
     let kinds: Vec<&str> = rows.iter().map(|r| r["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["MaskGit", "Diffusion"]);
+    assert_eq!(kinds, ["maskgit", "diffusion"]);
     for r in &rows {
         assert!(r["metrics"]["rollout_psnr"].as_f64().unwrap().is_finite(), "{r}");
     }

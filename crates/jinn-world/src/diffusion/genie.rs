@@ -112,7 +112,7 @@ pub fn assemble_diffusion_genie(
     dynamics: &DynamicsConfig,
     device: &Device,
 ) -> Result<(DiffusionGenie, GenieConfig)> {
-    if dynamics.kind() != DynamicsKind::Diffusion {
+    if dynamics.kind() != DynamicsKind::DIFFUSION {
         return Err(TrainError::config(
             "model.kind",
             format!("expected `diffusion`, got `{}`", dynamics.kind()),
@@ -129,7 +129,7 @@ pub fn assemble_diffusion_genie(
 /// Load a diffusion world model from a dynamics run (newest good checkpoint, stored config).
 pub fn load_diffusion_genie(run_dir: &Path, device: &Device) -> Result<(DiffusionGenie, GenieConfig, u64)> {
     let (ckpt, cfg) = component_checkpoint::<GenieConfig>(run_dir, DYNAMICS_KIND)?;
-    if cfg.dynamics.kind() != DynamicsKind::Diffusion {
+    if cfg.dynamics.kind() != DynamicsKind::DIFFUSION {
         return Err(TrainError::checkpoint(
             &ckpt.dir,
             format!("holds {} dynamics, not a diffusion world model", cfg.dynamics.kind()),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::dynamics::{DynamicsKind, KindConfig};
+use crate::dynamics_kinds::{DynamicsKind, KindConfig};
 use burn::optim::GradientsParams;
 use jinn_data::rng::SampleStreams;
 use jinn_train::optim::OptimConfig;
@@ -11,7 +11,7 @@ pub(crate) fn tiny_diffusion(levels: usize) -> DynamicsConfig {
         num_heads: 2,
         num_blocks: 2,
         action_dim: 4,
-        per_kind: KindConfig::Diffusion(DiffusionConfig { denoise_steps: levels }),
+        per_kind: KindConfig::new(DynamicsKind::DIFFUSION, DiffusionConfig { denoise_steps: levels }),
         ..DynamicsConfig::default()
     }
 }
@@ -105,19 +105,23 @@ fn shapes_causality_parameter_count_and_config_errors() {
     assert!(model.forward_train(x, Tensor::zeros([b, t - 1, 4], &device), &c).is_err());
 
     // Jasmine's DynamicsDiffusion (6 blocks, K = 64, L = La = 32): 25,261,696.
-    let jasmine = DynamicsConfig::default_for(DynamicsKind::Diffusion);
+    let jasmine = DynamicsConfig::default_for(DynamicsKind::DIFFUSION);
     assert_eq!(jasmine.init_diffusion(32, 32, &device).unwrap().num_params(), 25_261_696);
     // Config errors name the field.
     for (cfg, field) in [
         (tiny_diffusion(0), "denoise_steps"),
         (
-            DynamicsConfig { per_kind: KindConfig::default_for(DynamicsKind::MaskGit), ..tiny_diffusion(8) },
+            DynamicsConfig { per_kind: KindConfig::default_for(DynamicsKind::MASKGIT), ..tiny_diffusion(8) },
             "kind",
         ),
     ] {
         assert!(cfg.init_diffusion(6, 4, &device).unwrap_err().to_string().contains(field), "{field}");
     }
-    assert!(tiny_diffusion(8).init(16, 4, &device).unwrap_err().to_string().contains("init_diffusion"));
+    assert!(tiny_diffusion(8)
+        .init(16, 4, &device)
+        .unwrap_err()
+        .to_string()
+        .contains("do not predict tokenizer codes"));
 }
 
 #[test]

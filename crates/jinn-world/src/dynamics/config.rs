@@ -2,49 +2,10 @@
 //! `kind`, each kind's own ([`KindConfig`]). A kind's config has no field it ignores; a key of
 //! another kind set in a config is an error naming it.
 
-use crate::diffusion::DiffusionConfig;
+use crate::dynamics_kinds::{DynamicsKind, KindConfig};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
-
-/// Which dynamics model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum DynamicsKind {
-    /// Masked token prediction, spatial full / temporal causal attention
-    /// ([`crate::dynamics::maskgit`]).
-    #[default]
-    MaskGit,
-    /// Next token within the frame, spatial and temporal causal attention
-    /// ([`crate::dynamics::causal`]).
-    Causal,
-    /// Diffusion forcing on an MAE tokenizer's continuous latents
-    /// ([`crate::diffusion::DiffusionDynamics`]).
-    Diffusion,
-}
-
-/// Every dynamics kind, in `DynamicsKind` order.
-pub const DYNAMICS_KINDS: [DynamicsKind; 3] =
-    [DynamicsKind::MaskGit, DynamicsKind::Causal, DynamicsKind::Diffusion];
-
-impl std::str::FromStr for DynamicsKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        DYNAMICS_KINDS.into_iter().find(|k| k.to_string() == s).ok_or_else(|| {
-            format!("unknown dynamics kind `{s}`; expected `maskgit`, `causal` or `diffusion`")
-        })
-    }
-}
-
-impl std::fmt::Display for DynamicsKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            DynamicsKind::MaskGit => "maskgit",
-            DynamicsKind::Causal => "causal",
-            DynamicsKind::Diffusion => "diffusion",
-        })
-    }
-}
 
 /// Architecture and loss settings of a dynamics model (the `model` section of a dynamics run
 /// config). Defaults are Jasmine's: width 512, FFN 2048, 8 heads, 6 blocks, MaskGIT with mask
@@ -72,18 +33,6 @@ pub struct DynamicsConfig {
     /// The kind (`kind = "maskgit"`, `"causal"` or `"diffusion"`) and its own settings.
     #[serde(flatten)]
     pub per_kind: KindConfig,
-}
-
-/// A dynamics kind with the settings only it reads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum KindConfig {
-    /// MaskGIT ([`crate::dynamics::maskgit`]).
-    MaskGit(MaskGitConfig),
-    /// Causal ([`crate::dynamics::causal`]).
-    Causal(TokenDynamicsConfig),
-    /// Diffusion forcing ([`crate::diffusion`]).
-    Diffusion(DiffusionConfig),
 }
 
 /// The settings of the kinds that predict tokenizer codes (MaskGIT and causal).
@@ -144,26 +93,6 @@ impl Default for MaskGitConfig {
     }
 }
 
-impl KindConfig {
-    /// The default settings of `kind`.
-    pub fn default_for(kind: DynamicsKind) -> Self {
-        match kind {
-            DynamicsKind::MaskGit => KindConfig::MaskGit(MaskGitConfig::default()),
-            DynamicsKind::Causal => KindConfig::Causal(TokenDynamicsConfig::default()),
-            DynamicsKind::Diffusion => KindConfig::Diffusion(DiffusionConfig::default()),
-        }
-    }
-
-    /// Which kind this is.
-    pub fn kind(&self) -> DynamicsKind {
-        match self {
-            KindConfig::MaskGit(_) => DynamicsKind::MaskGit,
-            KindConfig::Causal(_) => DynamicsKind::Causal,
-            KindConfig::Diffusion(_) => DynamicsKind::Diffusion,
-        }
-    }
-}
-
 impl Default for DynamicsConfig {
     fn default() -> Self {
         DynamicsConfig {
@@ -173,7 +102,7 @@ impl Default for DynamicsConfig {
             num_blocks: 6,
             action_dim: 32,
             lam_code_embedding: false,
-            per_kind: KindConfig::MaskGit(MaskGitConfig::default()),
+            per_kind: KindConfig::default_for(DynamicsKind::MASKGIT),
         }
     }
 }
@@ -191,44 +120,25 @@ impl DynamicsConfig {
 
     /// MaskGIT's settings (`None` for another kind).
     pub fn maskgit(&self) -> Option<&MaskGitConfig> {
-        match &self.per_kind {
-            KindConfig::MaskGit(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// The token settings of MaskGIT and causal dynamics (`None` for diffusion).
-    pub fn tokens(&self) -> Option<&TokenDynamicsConfig> {
-        match &self.per_kind {
-            KindConfig::MaskGit(c) => Some(&c.tokens),
-            KindConfig::Causal(c) => Some(c),
-            KindConfig::Diffusion(_) => None,
-        }
+        self.per_kind.get()
     }
 
     /// MaskGIT's settings to change (`None` for another kind).
     pub fn maskgit_mut(&mut self) -> Option<&mut MaskGitConfig> {
-        match &mut self.per_kind {
-            KindConfig::MaskGit(c) => Some(c),
-            _ => None,
-        }
+        self.per_kind.get_mut()
     }
 
-    /// The token settings to change (`None` for diffusion).
+    /// The token settings of MaskGIT and causal dynamics (`None` for other kinds).
+    pub fn tokens(&self) -> Option<&TokenDynamicsConfig> {
+        self.maskgit().map(|m| &m.tokens).or_else(|| self.per_kind.get())
+    }
+
+    /// The token settings to change (`None` for other kinds).
     pub fn tokens_mut(&mut self) -> Option<&mut TokenDynamicsConfig> {
-        match &mut self.per_kind {
-            KindConfig::MaskGit(c) => Some(&mut c.tokens),
-            KindConfig::Causal(c) => Some(c),
-            KindConfig::Diffusion(_) => None,
+        if self.maskgit().is_some() {
+            return self.maskgit_mut().map(|m| &mut m.tokens);
         }
-    }
-
-    /// Diffusion's settings (`None` for another kind).
-    pub fn diffusion(&self) -> Option<&DiffusionConfig> {
-        match &self.per_kind {
-            KindConfig::Diffusion(c) => Some(c),
-            _ => None,
-        }
+        self.per_kind.get_mut()
     }
 
     /// Whether the backbone is reversible (only token dynamics can be).
@@ -270,7 +180,7 @@ impl<'de> Deserialize<'de> for DynamicsConfig {
         let (kind, fields) = jinn_train::config::take_kind::<DynamicsKind>(Map::deserialize(deserializer)?)
             .map_err(D::Error::custom)?;
         let others: Vec<Map<String, Value>> =
-            DYNAMICS_KINDS.into_iter().filter(|k| *k != kind).map(default_fields).collect();
+            DynamicsKind::all().filter(|k| *k != kind).map(default_fields).collect();
         let mut fields = jinn_train::config::own_kind_fields(
             fields,
             &kind.to_string(),
@@ -280,8 +190,7 @@ impl<'de> Deserialize<'de> for DynamicsConfig {
         )
         .map_err(D::Error::custom)?;
         let shared = shared_settings(&mut fields).map_err(D::Error::custom)?;
-        fields.insert("kind".into(), Value::String(kind.to_string()));
-        let per_kind = KindConfig::deserialize(Value::Object(fields))
+        let per_kind = KindConfig::parse(kind, fields)
             .map_err(|e| D::Error::custom(format!("a `{kind}` dynamics model config: {e}")))?;
         Ok(DynamicsConfig { per_kind, ..shared })
     }

@@ -27,14 +27,14 @@ fn axial_params(i: usize, m: usize, d: usize, o: usize, blocks: usize) -> usize 
 /// action projection `La → M`, transformer `M → V`.
 fn jasmine_dynamics_params(c: &DynamicsConfig, v: usize, la: usize) -> usize {
     let m = c.model_dim;
-    let mask = if c.kind() == DynamicsKind::MaskGit { m } else { 0 };
+    let mask = if c.kind() == DynamicsKind::MASKGIT { m } else { 0 };
     v * m + mask + (la * m + m) + axial_params(m, m, c.ffn_dim, v, c.num_blocks)
 }
 
 #[test]
 fn parameter_counts_match_jasmine() {
     let device = Device::flex();
-    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+    for kind in [DynamicsKind::MASKGIT, DynamicsKind::CAUSAL] {
         for (cfg, v, la) in [(tiny(kind), 32, 4), (DynamicsConfig::default_for(kind), 1024, 32)] {
             let model = cfg.init(v, la, &device).unwrap();
             assert_eq!(model.num_params(), jasmine_dynamics_params(&cfg, v, la), "{cfg:?}");
@@ -42,8 +42,8 @@ fn parameter_counts_match_jasmine() {
     }
     // Jasmine's own parameter counts at its defaults.
     let d = |kind| jasmine_dynamics_params(&DynamicsConfig::default_for(kind), 1024, 32);
-    assert_eq!(d(DynamicsKind::MaskGit), 26_555_904);
-    assert_eq!(d(DynamicsKind::Causal), 26_555_392);
+    assert_eq!(d(DynamicsKind::MASKGIT), 26_555_904);
+    assert_eq!(d(DynamicsKind::CAUSAL), 26_555_392);
 }
 
 fn tokens(v: &[i64], dims: [usize; 3], device: &Device) -> Tensor<3, Int> {
@@ -171,7 +171,7 @@ fn token_metrics_match_sorting() {
 #[test]
 fn causal_logits_depend_only_on_earlier_slots() {
     let device = Device::flex();
-    let model = tiny(DynamicsKind::Causal).init(11, 4, &device).unwrap();
+    let model = tiny(DynamicsKind::CAUSAL).init(11, 4, &device).unwrap();
     let (b, t, n, v) = (1, 3, 5, 11);
     let base = random_tokens([b, t, n], v, 7);
     let actions = Tensor::<3>::random([b, t - 1, 4], Distribution::Normal(0.0, 1.0), &device);
@@ -208,7 +208,7 @@ fn causal_logits_depend_only_on_earlier_slots() {
 #[test]
 fn maskgit_masked_inputs_are_ignored_and_frames_are_causal() {
     let device = Device::flex();
-    let model = tiny(DynamicsKind::MaskGit).init(11, 4, &device).unwrap();
+    let model = tiny(DynamicsKind::MASKGIT).init(11, 4, &device).unwrap();
     let (b, t, n, v) = (1, 3, 4, 11);
     let base = random_tokens([b, t, n], v, 8);
     let actions = Tensor::<3>::random([b, t - 1, 4], Distribution::Normal(0.0, 1.0), &device);
@@ -229,14 +229,14 @@ fn maskgit_masked_inputs_are_ignored_and_frames_are_causal() {
     // Shape checks.
     let bad = Tensor::<3>::zeros([b, t, 4], &device);
     assert!(model.logits(tokens(&base, [b, t, n], &device), bad, None).is_err());
-    let causal = tiny(DynamicsKind::Causal).init(11, 4, &device).unwrap();
+    let causal = tiny(DynamicsKind::CAUSAL).init(11, 4, &device).unwrap();
     let m = maskgit::mask_tensor(&mask, [b, t, n], &device);
     assert!(causal.logits(tokens(&base, [b, t, n], &device), actions, Some(m)).is_err());
 }
 
 #[test]
 fn maskgit_and_causal_losses_fall_on_one_batch() {
-    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+    for kind in [DynamicsKind::MASKGIT, DynamicsKind::CAUSAL] {
         let device = Device::flex().autodiff();
         device.seed(9);
         let mut model = tiny(kind).init(8, 4, &device).unwrap();
@@ -248,15 +248,12 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
         let actions = Tensor::<3>::zeros([2, 2, 4], &device);
         let mut losses = Vec::new();
         for step in 0..60 {
-            let (mask, weight) = match kind {
-                DynamicsKind::MaskGit => {
-                    let m =
-                        maskgit::draw_mask(dims, 0.5, false, &SampleStreams::new(0, "t", step, 2)).unwrap();
-                    let mt = maskgit::mask_tensor(&m, dims, &device);
-                    (Some(mt.clone()), mt.float())
-                }
-                DynamicsKind::Causal => (None, causal::all_positions(dims, &device)),
-                DynamicsKind::Diffusion => unreachable!("token dynamics only"),
+            let (mask, weight) = if kind == DynamicsKind::MASKGIT {
+                let m = maskgit::draw_mask(dims, 0.5, false, &SampleStreams::new(0, "t", step, 2)).unwrap();
+                let mt = maskgit::mask_tensor(&m, dims, &device);
+                (Some(mt.clone()), mt.float())
+            } else {
+                (None, causal::all_positions(dims, &device))
             };
             let logits = model.logits(targets.clone(), actions.clone(), mask).unwrap();
             let ce = token_cross_entropy(logits, targets.clone(), weight, 0.0).loss;
@@ -272,12 +269,12 @@ fn maskgit_and_causal_losses_fall_on_one_batch() {
 #[test]
 fn the_per_frame_mask_setting_reaches_the_model() {
     let device = Device::flex();
-    let mut cfg = tiny(DynamicsKind::MaskGit);
+    let mut cfg = tiny(DynamicsKind::MASKGIT);
     assert!(!cfg.init(11, 4, &device).unwrap().mask_ratio_per_frame, "off by default, as Jasmine");
     cfg.maskgit_mut().unwrap().mask_ratio_per_frame = true;
     assert!(cfg.init(11, 4, &device).unwrap().mask_ratio_per_frame);
     assert!(
-        !tiny(DynamicsKind::Causal).init(11, 4, &device).unwrap().mask_ratio_per_frame,
+        !tiny(DynamicsKind::CAUSAL).init(11, 4, &device).unwrap().mask_ratio_per_frame,
         "causal masks nothing"
     );
 }
@@ -285,7 +282,7 @@ fn the_per_frame_mask_setting_reaches_the_model() {
 #[test]
 fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
     let device = Device::flex();
-    let mut cfg = tiny(DynamicsKind::MaskGit);
+    let mut cfg = tiny(DynamicsKind::MASKGIT);
     cfg.maskgit_mut().unwrap().previous_frame_input = true;
     let model = cfg.init(11, 4, &device).unwrap();
     let (b, t, n, v) = (1, 3, 4, 11);
@@ -310,7 +307,7 @@ fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
     later[2 * n + 1] = (later[2 * n + 1] + 5) % v as i64;
     assert_eq!(run(&later), y);
     // Without the input, the same change of a masked frame-1 token reaches nothing.
-    let plain = tiny(DynamicsKind::MaskGit).init(11, 4, &device).unwrap();
+    let plain = tiny(DynamicsKind::MASKGIT).init(11, 4, &device).unwrap();
     let m = maskgit::mask_tensor(&mask, [b, t, n], &device);
     let p0 =
         floats(plain.logits(tokens(&base, [b, t, n], &device), actions.clone(), Some(m.clone())).unwrap());
@@ -329,7 +326,7 @@ fn resolve(toml: &str, sets: &[&str]) -> Result<DynamicsConfig, String> {
 #[test]
 fn each_kind_reads_only_its_own_settings() {
     // Every kind resolves over the (MaskGIT) defaults and keeps only its own fields.
-    for kind in DYNAMICS_KINDS {
+    for kind in DynamicsKind::all() {
         let cfg = resolve(&format!("[model]\nkind = \"{kind}\"\nmodel_dim = 64"), &[]).unwrap();
         assert_eq!(cfg, DynamicsConfig { model_dim: 64, ..DynamicsConfig::default_for(kind) });
         let stored = jinn_train::config::to_json(&cfg);
@@ -343,10 +340,10 @@ fn each_kind_reads_only_its_own_settings() {
             "changed_token_weight",
             "reversible",
         ];
-        let own: &[&str] = match kind {
-            DynamicsKind::MaskGit => &maskgit,
-            DynamicsKind::Causal => &maskgit[3..],
-            DynamicsKind::Diffusion => &["denoise_steps"],
+        let own: &[&str] = match kind.name() {
+            "maskgit" => &maskgit,
+            "causal" => &maskgit[3..],
+            _ => &["denoise_steps"],
         };
         for key in maskgit.into_iter().chain(["denoise_steps"]) {
             assert_eq!(keys.contains(&key), own.contains(&key), "{kind}: {key} in {keys:?}");
@@ -396,7 +393,7 @@ fn configs_stored_with_every_kinds_fields_still_load() {
             "previous_frame_input": false,
         })
     };
-    for kind in DYNAMICS_KINDS {
+    for kind in DynamicsKind::all() {
         let cfg: DynamicsConfig = serde_json::from_value(flat(&kind.to_string())).unwrap();
         let want = DynamicsConfig {
             model_dim: 16,
@@ -419,8 +416,12 @@ fn configs_stored_with_every_kinds_fields_still_load() {
 #[test]
 fn the_builders_take_only_their_own_kinds() {
     let device = Device::flex();
-    let diffusion = DynamicsConfig::default_for(DynamicsKind::Diffusion);
-    assert!(diffusion.init(11, 4, &device).unwrap_err().to_string().contains("init_diffusion"));
-    let causal = tiny(DynamicsKind::Causal);
+    let diffusion = DynamicsConfig::default_for(DynamicsKind::DIFFUSION);
+    assert!(diffusion
+        .init(11, 4, &device)
+        .unwrap_err()
+        .to_string()
+        .contains("do not predict tokenizer codes"));
+    let causal = tiny(DynamicsKind::CAUSAL);
     assert!(causal.init_diffusion(6, 4, &device).unwrap_err().to_string().contains("kind"));
 }

@@ -110,7 +110,7 @@ fn assembles_from_stored_configs_and_keeps_components_frozen() {
     let (tok, lam) = component_runs(root.path());
     let device = Device::flex().autodiff();
     let (genie, cfg) =
-        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MaskGit), &device)
+        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MASKGIT), &device)
             .unwrap();
     assert_eq!(cfg.tokenizer, tiny_tokenizer());
     assert_eq!(cfg.actions, ActionConfig::Lam { lam: crate::lam::tests::tiny(), co_train: false });
@@ -146,7 +146,7 @@ fn co_trained_lam_and_ground_truth_actions_get_gradients() {
     let (tok, _) = component_runs(root.path());
     let device = Device::flex().autodiff();
     let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
-    let dynamics = tiny_dynamics(DynamicsKind::Causal);
+    let dynamics = tiny_dynamics(DynamicsKind::CAUSAL);
     let (genie, _) =
         assemble_genie(&tok, ActionSource::CoTrain(crate::lam::tests::tiny()), &dynamics, &device).unwrap();
     let out = genie.forward(x.clone(), None, &SampleStreams::new(0, "t", 0, 2)).unwrap();
@@ -183,7 +183,7 @@ fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
     let root = tempfile::tempdir().unwrap();
     let (tok, lam_run) = component_runs(root.path());
     let device = Device::flex().autodiff();
-    let dynamics = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let dynamics = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MASKGIT) };
     let (genie, cfg) = assemble_genie(&tok, ActionSource::LamRun(&lam_run), &dynamics, &device).unwrap();
     let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
 
@@ -231,7 +231,7 @@ fn wrong_kind_wrong_shape_corrupt_and_empty_runs_are_clear_errors() {
     let root = tempfile::tempdir().unwrap();
     let (tok, lam) = component_runs(root.path());
     let device = Device::flex();
-    let d = tiny_dynamics(DynamicsKind::MaskGit);
+    let d = tiny_dynamics(DynamicsKind::MASKGIT);
 
     // A LAM run given as the tokenizer.
     let err = assemble_genie(&lam, ActionSource::LamRun(&lam), &d, &device).unwrap_err().to_string();

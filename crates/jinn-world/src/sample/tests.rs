@@ -62,19 +62,19 @@ fn cached_vs_uncached_of(model: Dynamics, argmax: bool) {
 
 #[test]
 fn causal_cached_logits_equal_uncached() {
-    cached_vs_uncached(DynamicsKind::Causal, true);
-    cached_vs_uncached(DynamicsKind::Causal, false);
+    cached_vs_uncached(DynamicsKind::CAUSAL, true);
+    cached_vs_uncached(DynamicsKind::CAUSAL, false);
 }
 
 #[test]
 fn maskgit_cached_logits_equal_uncached() {
-    cached_vs_uncached(DynamicsKind::MaskGit, true);
-    cached_vs_uncached(DynamicsKind::MaskGit, false);
+    cached_vs_uncached(DynamicsKind::MASKGIT, true);
+    cached_vs_uncached(DynamicsKind::MASKGIT, false);
 }
 
 #[test]
 fn previous_frame_input_cached_logits_equal_uncached() {
-    let mut cfg = tiny_config(DynamicsKind::MaskGit, false);
+    let mut cfg = tiny_config(DynamicsKind::MASKGIT, false);
     cfg.maskgit_mut().unwrap().previous_frame_input = true;
     cached_vs_uncached_of(tiny_from(cfg.clone()), true);
     cached_vs_uncached_of(tiny_from(cfg), false);
@@ -85,7 +85,7 @@ fn reversible_models_sample_through_their_reversible_backbone() {
     // The KV cache only knows the transformer's own blocks: a reversible model must take the
     // uncached path (whatever `use_cache` says) and so give the same rollout either way, and
     // its backbone must matter (a model without it samples differently).
-    let model = tiny_with(DynamicsKind::MaskGit, true);
+    let model = tiny_with(DynamicsKind::MASKGIT, true);
     assert!(!model.reversible_blocks.is_empty());
     let (context, actions) = inputs(1, 1, 5, 3, 4);
     let cfg = SamplerConfig { maskgit_steps: 3, argmax: true, seed: 1, ..Default::default() };
@@ -107,7 +107,7 @@ fn reversible_models_sample_through_their_reversible_backbone() {
 
 #[test]
 fn maskgit_never_changes_context_tokens() {
-    let model = tiny(DynamicsKind::MaskGit);
+    let model = tiny(DynamicsKind::MASKGIT);
     let (b, c, n, s) = (3, 2, 6, 5);
     let (context, actions) = inputs(b, c, n, s, 2);
     let want: Vec<i64> = context.clone().try_into_vec_as::<i64>().unwrap();
@@ -133,7 +133,7 @@ fn token_frames(tokens: &[i64], [b, t, n]: [usize; 3], range: std::ops::Range<us
 #[test]
 fn a_sliding_rollout_generates_each_frame_from_the_window_before_it() {
     let (b, c, n, frames, window) = (2, 2, 5, 7, 3);
-    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+    for kind in [DynamicsKind::MASKGIT, DynamicsKind::CAUSAL] {
         let model = tiny(kind);
         let (context, actions) = inputs(b, c, n, frames, 9);
         let cfg = SamplerConfig { maskgit_steps: 4, argmax: true, ..Default::default() };
@@ -179,7 +179,7 @@ fn the_passes_of_a_sliding_rollout() {
 
 #[test]
 fn same_seed_same_rollout_other_seed_differs() {
-    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+    for kind in [DynamicsKind::MASKGIT, DynamicsKind::CAUSAL] {
         let model = tiny(kind);
         let (context, actions) = inputs(1, 1, 8, 4, 4);
         let run = |seed| {
@@ -226,7 +226,7 @@ fn draw_follows_the_tempered_softmax() {
 
 #[test]
 fn bad_inputs_are_errors() {
-    let model = tiny(DynamicsKind::MaskGit);
+    let model = tiny(DynamicsKind::MASKGIT);
     let (context, actions) = inputs(1, 1, 4, 3, 5);
     let cfg = SamplerConfig::default();
     assert!(sample(&model, context.clone(), actions.clone(), 1, &cfg).is_err(), "frames ≤ context");

@@ -61,7 +61,7 @@ fn dynamics_step_counts_frozen_components_once_and_the_dynamics_three_times() {
     let (tok, lam) = component_runs(root.path());
     let device = Device::flex();
     let (genie, _) =
-        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MaskGit), &device)
+        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MASKGIT), &device)
             .unwrap();
     // Tokenizer and LAM as in the tests above; dynamics M 16, D 32, V 16 codes, La 8.
     let (b, t, n, m, d, v, la) = (2, 4, 16, 16, 32, 16, 8);
@@ -84,7 +84,7 @@ fn dynamics_step_counts_frozen_components_once_and_the_dynamics_three_times() {
 fn a_reversible_backbone_is_not_counted() {
     let root = tempfile::tempdir().unwrap();
     let (tok, lam) = component_runs(root.path());
-    let cfg = reversible(tiny_dynamics(DynamicsKind::MaskGit));
+    let cfg = reversible(tiny_dynamics(DynamicsKind::MASKGIT));
     let (genie, _) = assemble_genie(&tok, ActionSource::LamRun(&lam), &cfg, &Device::flex()).unwrap();
     assert_eq!(genie.train_step_macs(2, 4, false), None);
 }

@@ -12,7 +12,7 @@ fn genie(actions: ActionConfig) -> Genie {
     let device = Device::flex();
     device.seed(11);
     let cfg =
-        GenieConfig { tokenizer: tiny_tokenizer(), actions, dynamics: tiny_dynamics(DynamicsKind::MaskGit) };
+        GenieConfig { tokenizer: tiny_tokenizer(), actions, dynamics: tiny_dynamics(DynamicsKind::MASKGIT) };
     cfg.init(&device).unwrap()
 }
 

@@ -11,7 +11,7 @@ fn load_world_picks_the_family_and_rollouts_decode_frames() {
     let mae = mae_run(root.path());
     let device = Device::flex();
     let (g, g_cfg) =
-        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::Causal), &device)
+        assemble_genie(&tok, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::CAUSAL), &device)
             .unwrap();
     let (d, d_cfg) = assemble_diffusion_genie(
         &mae,
@@ -24,12 +24,11 @@ fn load_world_picks_the_family_and_rollouts_decode_frames() {
     save_dynamics_run(&root.path().join("diffusion"), &d, &d_cfg, 1);
     let (tokens, _, _) = load_world(&root.path().join("tokens"), &device).unwrap();
     let (diffusion, _, _) = load_world(&root.path().join("diffusion"), &device).unwrap();
-    assert_eq!(tokens.view().kind(), DynamicsKind::Causal);
-    assert_eq!(diffusion.view().kind(), DynamicsKind::Diffusion);
+    assert_eq!(tokens.kind(), DynamicsKind::CAUSAL);
+    assert_eq!(diffusion.kind(), DynamicsKind::DIFFUSION);
 
     let videos = frames_to_unit(&crate::lam::tests::moving_square(1, 3), [1, 3, 16, 16, 3], &device);
-    for model in [&tokens, &diffusion] {
-        let world = model.view();
+    for world in [tokens.as_ref(), diffusion.as_ref()] {
         let (actions, ids) = world.latent_actions(videos.clone(), None, None).unwrap();
         assert!(world.has_lam() && ids.is_some());
         let encoded = world.encode(videos.clone()).unwrap();
@@ -38,8 +37,8 @@ fn load_world_picks_the_family_and_rollouts_decode_frames() {
         assert_eq!(frames.dims(), [1, 3, 16, 16, 3]);
     }
     // Encoded frames of the other family are refused.
-    let latents = diffusion.view().encode(videos.clone()).unwrap();
-    let (actions, _) = tokens.view().latent_actions(videos, None, None).unwrap();
-    let err = tokens.view().rollout(latents, actions, 3, &SamplerConfig::default()).unwrap_err().to_string();
+    let latents = diffusion.encode(videos.clone()).unwrap();
+    let (actions, _) = tokens.latent_actions(videos, None, None).unwrap();
+    let err = tokens.rollout(latents, actions, 3, &SamplerConfig::default()).unwrap_err().to_string();
     assert!(err.contains("other model family"), "{err}");
 }

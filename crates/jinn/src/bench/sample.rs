@@ -36,8 +36,8 @@ pub fn run(a: SampleBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(a.frames >= 2, "--frames must be ≥ 2");
     anyhow::ensure!(a.reps >= 1, "--reps must be ≥ 1");
     let cases = [
-        Case { name: "causal", kind: DynamicsKind::Causal, tokens: 16, target: "cache ≥ 10×" },
-        Case { name: "maskgit", kind: DynamicsKind::MaskGit, tokens: 64, target: "cached ≥ 20 frames/s" },
+        Case { name: "causal", kind: DynamicsKind::CAUSAL, tokens: 16, target: "cache ≥ 10×" },
+        Case { name: "maskgit", kind: DynamicsKind::MASKGIT, tokens: 64, target: "cached ≥ 20 frames/s" },
     ];
     // The demo dynamics' shape (configs/demo/dynamics.toml, embedded in the binary).
     let demo: DynamicsRunConfig =

@@ -14,6 +14,7 @@ use jinn_data::generate::{generate_dataset, GenerateConfig};
 use jinn_data::FrameShape;
 use jinn_train::config::TrainConfig;
 use jinn_world::DynamicsKind;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -153,7 +154,7 @@ fn reference(task: BenchTask, kind: Option<DynamicsKind>) -> Option<&'static Ref
     match (task, kind) {
         (BenchTask::Tokenizer, _) => Some(&TOKENIZER),
         (BenchTask::Lam, _) => Some(&LAM),
-        (BenchTask::Dynamics, Some(DynamicsKind::MaskGit)) => Some(&DYNAMICS),
+        (BenchTask::Dynamics, Some(k)) if k == DynamicsKind::MASKGIT => Some(&DYNAMICS),
         (BenchTask::Dynamics, _) => None,
     }
 }
@@ -178,10 +179,12 @@ pub(crate) fn measure(a: &TrainBenchArgs, tmp: &Path) -> anyhow::Result<Measured
     let macs = task.step_macs();
     let mut times_ms = Vec::with_capacity(a.steps as usize);
     let mut device_peak_bytes = None;
+    let mut bad_loss = None;
     task.bare_steps(&train, a.warmup + a.steps, &mut |step, time, metrics| {
         let loss = metrics.get("loss").copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
-            bail!("step {step}: the loss is {loss}");
+            bad_loss = Some((step, loss));
+            return ControlFlow::Break(());
         }
         if step >= a.warmup {
             times_ms.push(time.as_secs_f64() * 1e3);
@@ -189,8 +192,11 @@ pub(crate) fn measure(a: &TrainBenchArgs, tmp: &Path) -> anyhow::Result<Measured
         if let Some(usage) = device.memory_pool_usage() {
             device_peak_bytes = Some(device_peak_bytes.unwrap_or(0).max(usage.bytes_reserved));
         }
-        Ok(())
+        ControlFlow::Continue(())
     })?;
+    if let Some((step, loss)) = bad_loss {
+        bail!("step {step}: the loss is {loss}");
+    }
     times_ms.sort_by(f64::total_cmp);
     Ok(Measured { times_ms, macs, device_peak_bytes, kind })
 }

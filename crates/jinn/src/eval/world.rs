@@ -90,7 +90,7 @@ pub fn run(a: EvalWorldArgs) -> anyhow::Result<()> {
         };
         let (m, kind) = evaluate_world(&one)?;
         print_table(&m);
-        rows.push(serde_json::json!({ "run": run, "kind": format!("{kind:?}"), "metrics": m }));
+        rows.push(serde_json::json!({ "run": run, "kind": kind.name(), "metrics": m }));
     }
     print_comparison(&rows);
     let path = a.out.join("comparison.json");
@@ -137,7 +137,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         .with_context(|| format!("--ckpt {}: loading the world model", a.ckpt.display()))?;
     let s = a.context + a.frames;
     let split = a.data.join(&a.split);
-    let grid = model.view().grid();
+    let grid = model.grid();
     let want = jinn_data::FrameShape { height: grid.height, width: grid.width, channels: grid.channels };
     let dataset = Dataset::open_for_model(&split, s, want).with_context(|| {
         format!("--data {}: opening split '{}' (episodes of ≥ {s} frames)", a.data.display(), a.split)
@@ -167,7 +167,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         let batch =
             loader.next().with_context(|| format!("{}: the loader yielded no clip", split.display()))??;
         let want = a.episodes - eval.clips();
-        eval.add_batch(&model, &batch, want)
+        eval.add_batch(model.as_ref(), &batch, want)
             .with_context(|| format!("evaluating clips of {}", split.display()))?;
         progress.set(eval.clips() as u64, "");
     }
@@ -179,7 +179,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
                 .next()
                 .with_context(|| format!("{}: the loader yielded no clip", split.display()))??;
             let take = (a.nmi_clips - nmi_clips).min(batch.batch_size);
-            eval.add_lam_codes(&model, &batch, take)
+            eval.add_lam_codes(model.as_ref(), &batch, take)
                 .with_context(|| format!("LAM codes of clips of {}", split.display()))?;
             nmi_clips += take;
         }
@@ -192,7 +192,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         "step": step,
         "data": a.data,
         "split": a.split,
-        "kind": format!("{:?}", model.view().kind()),
+        "kind": model.kind().name(),
         "maskgit_steps": a.sampler.steps,
         "denoise_steps": a.sampler.denoise_steps,
         "context_noise": a.sampler.context_noise,
@@ -205,7 +205,7 @@ pub fn evaluate_world(a: &EvalWorldArgs) -> anyhow::Result<(WorldMetrics, Dynami
         "metrics": metrics,
     });
     write_atomically(a.out.join("metrics.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-    Ok((metrics, model.view().kind()))
+    Ok((metrics, model.kind()))
 }
 
 /// Print the metrics as a table, with the demo's quality targets.

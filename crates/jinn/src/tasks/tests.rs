@@ -3,30 +3,31 @@ use super::*;
 #[test]
 fn every_row_loads_a_config_of_its_own_kind() {
     for e in TASKS {
-        // The LM names its kind `model.arch`.
-        let key = if e.task == "lm" { "model.arch" } else { "model.kind" };
-        let sets = match e.task == e.kind {
-            true => vec![],
-            false => vec![format!("{key}={}", e.kind)],
-        };
-        let cfg = (e.load)(None, &sets).unwrap();
-        assert_eq!(cfg.kind(), e.kind, "row {}/{}", e.task, e.kind);
-        // The task's first row loads the same config type.
-        let first = load_config(e.task, None, &sets).unwrap();
-        assert_eq!(first.to_json(), cfg.to_json(), "row {}/{}", e.task, e.kind);
+        for kind in (e.kinds)() {
+            // The LM names its kind `model.arch`.
+            let key = if e.task == "lm" { "model.arch" } else { "model.kind" };
+            let sets = match e.task == kind {
+                true => vec![],
+                false => vec![format!("{key}={kind}")],
+            };
+            let cfg = (e.load)(None, &sets).unwrap();
+            assert_eq!(cfg.kind(), kind, "row {}/{kind}", e.task);
+            // The task's first row loads the same config type.
+            let first = load_config(e.task, None, &sets).unwrap();
+            assert_eq!(first.to_json(), cfg.to_json(), "row {}/{kind}", e.task);
+        }
     }
 }
 
 #[test]
 fn rows_are_unique_and_tasks_contiguous() {
-    for (i, a) in TASKS.iter().enumerate() {
-        assert!(
-            !TASKS[..i].iter().any(|b| (b.task, b.kind) == (a.task, a.kind)),
-            "{}/{} twice",
-            a.task,
-            a.kind
-        );
+    let pairs: Vec<(&str, &str)> =
+        TASKS.iter().flat_map(|e| (e.kinds)().into_iter().map(|k| (e.task, k))).collect();
+    for (i, pair) in pairs.iter().enumerate() {
+        assert!(!pairs[..i].contains(pair), "{}/{} twice", pair.0, pair.1);
     }
+    let dynamics: Vec<&str> = pairs.iter().filter(|p| p.0 == "dynamics").map(|p| p.1).collect();
+    assert_eq!(dynamics, ["maskgit", "causal", "diffusion"]);
     assert_eq!(task_names(), ["tokenizer", "lam", "dynamics", "lm", "graph"]);
 }
 

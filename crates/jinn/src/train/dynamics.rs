@@ -34,9 +34,7 @@ pub struct DynamicsArgs {
 /// last metrics.
 pub fn run(mut a: DynamicsArgs) -> anyhow::Result<()> {
     if let Some(kind) = a.kind {
-        // The kind as configs spell it (`maskgit`, `causal`, `diffusion`).
-        let name = jinn_train::config::to_json(&kind);
-        a.run.overrides.push(format!("model.kind={}", name.as_str().unwrap_or_default()));
+        a.run.overrides.push(format!("model.kind={kind}"));
     }
     let a = &a;
     super::registered::train("dynamics", &a.run, |inputs| {

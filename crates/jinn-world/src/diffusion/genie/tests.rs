@@ -67,7 +67,7 @@ fn wrong_tokenizer_kind_and_wrong_dynamics_kind_are_clear_errors() {
     assert!(err.contains("`vq` tokenizer") && err.contains("--kind mae"), "{err}");
     // MaskGIT dynamics on an MAE tokenizer run.
     let err =
-        assemble_genie(&mae, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MaskGit), &device)
+        assemble_genie(&mae, ActionSource::LamRun(&lam), &tiny_dynamics(DynamicsKind::MASKGIT), &device)
             .unwrap_err()
             .to_string();
     assert!(err.contains("`mae` tokenizer") && err.contains("--kind vq"), "{err}");
@@ -75,7 +75,7 @@ fn wrong_tokenizer_kind_and_wrong_dynamics_kind_are_clear_errors() {
     let err = assemble_diffusion_genie(
         &mae,
         ActionSource::LamRun(&lam),
-        &tiny_dynamics(DynamicsKind::MaskGit),
+        &tiny_dynamics(DynamicsKind::MASKGIT),
         &device,
     )
     .unwrap_err()
@@ -83,5 +83,8 @@ fn wrong_tokenizer_kind_and_wrong_dynamics_kind_are_clear_errors() {
     assert!(err.contains("diffusion"), "{err}");
     let err =
         assemble_genie(&vq, ActionSource::LamRun(&lam), &tiny_diffusion(4), &device).unwrap_err().to_string();
-    assert!(err.contains("assemble_diffusion_genie"), "{err}");
+    assert!(
+        err.contains("holds diffusion dynamics") && err.contains("MaskGIT or causal dynamics only"),
+        "{err}"
+    );
 }

@@ -45,12 +45,12 @@ fn runs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
 
 #[test]
 fn resumed_maskgit_run_with_co_trained_lam_is_bit_identical() {
-    resume_is_bit_identical(tiny_dynamics(DynamicsKind::MaskGit));
+    resume_is_bit_identical(tiny_dynamics(DynamicsKind::MASKGIT));
 }
 
 #[test]
 fn resumed_reversible_run_is_bit_identical() {
-    let dynamics = reversible(tiny_dynamics(DynamicsKind::MaskGit));
+    let dynamics = reversible(tiny_dynamics(DynamicsKind::MASKGIT));
     resume_is_bit_identical(dynamics);
 }
 
@@ -124,7 +124,7 @@ fn ground_truth_actions_train_causal_dynamics() {
     let (genie, genie_cfg) = assemble_genie(
         &tok,
         ActionSource::GroundTruth { num_actions },
-        &tiny_dynamics(DynamicsKind::Causal),
+        &tiny_dynamics(DynamicsKind::CAUSAL),
         &device,
     )
     .unwrap();
@@ -141,11 +141,11 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
     let device = Device::flex().autodiff();
     // MaskGIT with every input on (code embeddings of a trained LAM, the previous frame,
     // changed-token weights), and causal dynamics on a co-trained LAM.
-    let mut maskgit = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MaskGit) };
+    let mut maskgit = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MASKGIT) };
     let settings = maskgit.maskgit_mut().unwrap();
     settings.previous_frame_input = true;
     settings.tokens.changed_token_weight = 3.0;
-    let causal = tiny_dynamics(DynamicsKind::Causal);
+    let causal = tiny_dynamics(DynamicsKind::CAUSAL);
     let co_trained = ActionSource::CoTrain(crate::lam::tests::tiny());
     for (dynamics, source) in [(maskgit, ActionSource::LamRun(&lam)), (causal, co_trained)] {
         let (init, genie_cfg) = assemble_genie(&tok, source, &dynamics, &device).unwrap();
@@ -162,7 +162,7 @@ fn bf16_step_updates_f32_master_weights_with_a_loss_close_to_f32() {
 #[test]
 fn reversible_dynamics_refuse_bf16_by_name() {
     let (_root, data, tok, _) = runs();
-    let dynamics = reversible(tiny_dynamics(DynamicsKind::MaskGit));
+    let dynamics = reversible(tiny_dynamics(DynamicsKind::MASKGIT));
     let source = ActionSource::CoTrain(crate::lam::tests::tiny());
     let (genie, genie_cfg) = assemble_genie(&tok, source, &dynamics, &Device::flex().autodiff()).unwrap();
     let task = DynamicsTask::new(&run_cfg(genie_cfg), &data, genie).unwrap();

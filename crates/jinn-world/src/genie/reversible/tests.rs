@@ -32,7 +32,7 @@ fn memory_free() -> Engine {
 /// Every trainable parameter's gradient in `a` and `b`, flattened, in visiting order.
 #[test]
 fn memory_free_gradients_equal_standard_autodiff() {
-    for kind in [DynamicsKind::MaskGit, DynamicsKind::Causal] {
+    for kind in [DynamicsKind::MASKGIT, DynamicsKind::CAUSAL] {
         let device = Device::flex().autodiff();
         device.seed(11);
         let genie = reversible_genie(kind, &device);
@@ -65,7 +65,7 @@ fn memory_free_gradients_equal_standard_autodiff() {
 fn reversible_dynamics_trains_with_memory_free_backprop() {
     let device = Device::flex().autodiff();
     device.seed(5);
-    let mut genie = reversible_genie(DynamicsKind::MaskGit, &device);
+    let mut genie = reversible_genie(DynamicsKind::MASKGIT, &device);
     let mut optim = OptimConfig::default().init().unwrap();
     let mut engine = Engine::new(Mode::Reconstruct, MonitorConfig { every: 5, threshold: 1e-3 });
     let mut losses = Vec::new();
@@ -97,7 +97,7 @@ fn standard_model_is_a_clear_error() {
     let cfg = GenieConfig {
         tokenizer: tiny_tokenizer(),
         actions: ActionConfig::Gt { num_actions: 3, action_dim: 4 },
-        dynamics: tiny_dynamics(DynamicsKind::MaskGit),
+        dynamics: tiny_dynamics(DynamicsKind::MASKGIT),
     };
     let genie = cfg.init(&device).unwrap();
     let err = genie

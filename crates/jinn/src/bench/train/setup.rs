@@ -63,8 +63,8 @@ pub(super) fn dynamics(
     let mut cfg: DynamicsBenchConfig = jinn_train::config::load(a.config.as_deref(), &a.overrides)?;
     prepare_train(&mut cfg.train, a);
     let kind = cfg.model.kind();
-    let wanted = if kind == DynamicsKind::Diffusion { TokenizerKind::Mae } else { TokenizerKind::Vq };
-    if kind == DynamicsKind::Diffusion && cfg.tokenizer == TokenizerConfig::default() {
+    let wanted = kind.entry().tokenizer;
+    if wanted == TokenizerKind::Mae && cfg.tokenizer == TokenizerConfig::default() {
         cfg.tokenizer = TokenizerConfig::Mae(MaeConfig::default());
     }
     if cfg.tokenizer.kind() != wanted {
@@ -120,7 +120,7 @@ fn write_fresh_run(
     run_dir: &Path,
 ) -> anyhow::Result<()> {
     let built = tasks::build(task, cfg, &TaskInputs::new(data, device.clone()))?;
-    built.task.write_fresh_run(built.stored, cfg.train(), run_dir)
+    Ok(built.task.write_fresh_run(built.stored, cfg.train(), run_dir)?)
 }
 
 /// `--data`, or a generated dataset of `frame`-sized frames in `tmp/data`.

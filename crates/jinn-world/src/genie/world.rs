@@ -1,0 +1,48 @@
+//! [`Genie`] as a [`World`]: VQ tokens with MaskGIT or causal dynamics, sampled by
+//! [`crate::sample::sample`].
+
+use super::Genie;
+use crate::dynamics_kinds::DynamicsKind;
+use crate::sample::{sample, SamplerConfig};
+use crate::window::windowed;
+use crate::world_model::{genie_world_parts, other_family, Encoded, World};
+use burn::tensor::{Device, Tensor};
+use jinn_nn::NnError;
+
+impl World for Genie {
+    fn kind(&self) -> DynamicsKind {
+        self.dynamics.kind()
+    }
+
+    fn device(&self) -> Device {
+        self.dynamics.token_embed.val().device()
+    }
+
+    genie_world_parts!();
+
+    fn encode(&self, videos: Tensor<5>) -> Result<Encoded, NnError> {
+        Ok(Encoded::Tokens(self.tokenizer.encode(videos)?))
+    }
+
+    fn decode(&self, encoded: Encoded) -> Result<Tensor<5>, NnError> {
+        match encoded {
+            Encoded::Tokens(tokens) => self.tokenizer.decode(tokens),
+            Encoded::Latents(_) => Err(other_family("encoded")),
+        }
+    }
+
+    fn rollout(
+        &self,
+        context: Encoded,
+        actions: Tensor<3>,
+        frames: usize,
+        cfg: &SamplerConfig,
+    ) -> Result<Tensor<5>, NnError> {
+        let Encoded::Tokens(tokens) = context else {
+            return Err(other_family("context"));
+        };
+        let device = tokens.device();
+        let rollout = sample(&self.dynamics, tokens, actions, frames, cfg)?;
+        windowed(rollout.token_tensor(&device), cfg.window, |t| self.tokenizer.decode(t))
+    }
+}
