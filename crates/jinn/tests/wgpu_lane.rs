@@ -195,7 +195,8 @@ fn every_world_model_kind_trains_on_wgpu_as_on_the_cpu_and_checkpoints_move_betw
             let mut sets =
                 vec!["model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2", "data.seq_len=3"];
             if kind != "maskgit" {
-                sets.push("model.previous_frame_input=false");
+                // The demo config's MaskGIT-only settings, back to their defaults.
+                sets.extend(["model.previous_frame_input=false", "model.mask_ratio_per_frame=false"]);
             }
             a.extend(world_sets(&sets));
             a.extend(schedule(3));
