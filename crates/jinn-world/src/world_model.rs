@@ -127,7 +127,7 @@ macro_rules! genie_world_parts {
 pub(crate) use genie_world_parts;
 
 /// The error of a world model handed frames encoded by another model family.
-pub(crate) fn other_family(field: &'static str) -> NnError {
+fn other_family(field: &'static str) -> NnError {
     NnError::InvalidConfig {
         field,
         reason: "encoded frames of the other model family (tokens vs latents)".into(),
@@ -144,6 +144,22 @@ pub enum Encoded {
 }
 
 impl Encoded {
+    /// The token ids of VQ-encoded frames; latents are an error naming `field`.
+    pub fn into_tokens(self, field: &'static str) -> std::result::Result<Tensor<3, Int>, NnError> {
+        match self {
+            Encoded::Tokens(tokens) => Ok(tokens),
+            Encoded::Latents(_) => Err(other_family(field)),
+        }
+    }
+
+    /// The latents of MAE-encoded frames; tokens are an error naming `field`.
+    pub fn into_latents(self, field: &'static str) -> std::result::Result<Tensor<4>, NnError> {
+        match self {
+            Encoded::Latents(latents) => Ok(latents),
+            Encoded::Tokens(_) => Err(other_family(field)),
+        }
+    }
+
     /// The first `t` frames.
     pub fn first_frames(&self, t: usize) -> Encoded {
         match self {

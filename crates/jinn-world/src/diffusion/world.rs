@@ -5,7 +5,7 @@ use super::genie::DiffusionGenie;
 use super::sample::sample_diffusion;
 use crate::dynamics_kinds::DynamicsKind;
 use crate::sample::SamplerConfig;
-use crate::world_model::{genie_world_parts, other_family, Encoded, World};
+use crate::world_model::{genie_world_parts, Encoded, World};
 use burn::tensor::{Device, Tensor};
 use jinn_nn::NnError;
 
@@ -25,10 +25,7 @@ impl World for DiffusionGenie {
     }
 
     fn decode(&self, encoded: Encoded) -> Result<Tensor<5>, NnError> {
-        match encoded {
-            Encoded::Latents(latents) => self.tokenizer.decode(latents),
-            Encoded::Tokens(_) => Err(other_family("encoded")),
-        }
+        self.tokenizer.decode(encoded.into_latents("encoded")?)
     }
 
     fn rollout(
@@ -38,10 +35,8 @@ impl World for DiffusionGenie {
         frames: usize,
         cfg: &SamplerConfig,
     ) -> Result<Tensor<5>, NnError> {
-        let Encoded::Latents(latents) = context else {
-            return Err(other_family("context"));
-        };
-        let latents = sample_diffusion(&self.dynamics, latents, actions, frames, cfg)?;
+        let latents =
+            sample_diffusion(&self.dynamics, context.into_latents("context")?, actions, frames, cfg)?;
         self.tokenizer.decode(latents)
     }
 }

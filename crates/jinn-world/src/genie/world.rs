@@ -5,7 +5,7 @@ use super::Genie;
 use crate::dynamics_kinds::DynamicsKind;
 use crate::sample::{sample, SamplerConfig};
 use crate::window::windowed;
-use crate::world_model::{genie_world_parts, other_family, Encoded, World};
+use crate::world_model::{genie_world_parts, Encoded, World};
 use burn::tensor::{Device, Tensor};
 use jinn_nn::NnError;
 
@@ -25,10 +25,7 @@ impl World for Genie {
     }
 
     fn decode(&self, encoded: Encoded) -> Result<Tensor<5>, NnError> {
-        match encoded {
-            Encoded::Tokens(tokens) => self.tokenizer.decode(tokens),
-            Encoded::Latents(_) => Err(other_family("encoded")),
-        }
+        self.tokenizer.decode(encoded.into_tokens("encoded")?)
     }
 
     fn rollout(
@@ -38,9 +35,7 @@ impl World for Genie {
         frames: usize,
         cfg: &SamplerConfig,
     ) -> Result<Tensor<5>, NnError> {
-        let Encoded::Tokens(tokens) = context else {
-            return Err(other_family("context"));
-        };
+        let tokens = context.into_tokens("context")?;
         let device = tokens.device();
         let rollout = sample(&self.dynamics, tokens, actions, frames, cfg)?;
         windowed(rollout.token_tensor(&device), cfg.window, |t| self.tokenizer.decode(t))
