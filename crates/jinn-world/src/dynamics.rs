@@ -73,14 +73,25 @@ impl DynamicsConfig {
                 reason: "must be positive".into(),
             });
         }
+        let depth = maskgit.map_or(1, |c| c.previous_frame_depth);
+        let previous_input = maskgit.is_some_and(|c| c.previous_frame_input);
+        if depth == 0 || (!previous_input && depth != 1) {
+            return Err(NnError::InvalidConfig {
+                field: "previous_frame_depth",
+                reason: format!("must be ≥ 1, and 1 without `previous_frame_input`; got {depth}"),
+            });
+        }
         let (v, m) = (num_codes, self.model_dim);
         let causal = maskgit.is_none();
         let std = 1.0 / (m as f64).sqrt();
         let token_embed =
             lazy_param([v, m], device, move |dev| host_random([v, m], Distribution::Normal(0.0, std), dev));
-        let previous_embed = maskgit.is_some_and(|c| c.previous_frame_input).then(|| {
+        let embedding = || {
             lazy_param([v, m], device, move |dev| host_random([v, m], Distribution::Normal(0.0, std), dev))
-        });
+        };
+        let previous_embed = previous_input.then(embedding);
+        let earlier_embeds =
+            if previous_input { (1..depth).map(|_| embedding()).collect() } else { Vec::new() };
         let bound = 3f64.sqrt();
         let mask_token = (!causal).then(|| {
             lazy_param([m], device, move |dev| host_random([m], Distribution::Uniform(-bound, bound), dev))
@@ -102,6 +113,7 @@ impl DynamicsConfig {
         Ok(Dynamics {
             token_embed,
             previous_embed,
+            earlier_embeds,
             mask_token,
             action_up: linear(action_dim, m, device),
             transformer,
@@ -123,6 +135,9 @@ pub struct Dynamics {
     /// Embedding `[V, M]` of the previous frame's token at each position
     /// (`previous_frame_input`).
     pub previous_embed: Option<Param<Tensor<2>>>,
+    /// Embeddings `[V, M]` of the tokens at each position in frames `t − 2, t − 3, …`
+    /// (`previous_frame_depth − 1` tables; empty at depth 1).
+    pub earlier_embeds: Vec<Param<Tensor<2>>>,
     /// Learned mask token `[M]` (MaskGIT only).
     pub mask_token: Option<Param<Tensor<1>>>,
     /// Action projection `La → M`.
@@ -220,19 +235,27 @@ impl Dynamics {
     }
 
     /// The previous-frame input of every slot `[B, T, N, M]` for `tokens` `[B, T, N]`: row
-    /// `(t, n)` embeds token `(t − 1, n)`, zero for frame 0 (`None` without
-    /// `previous_frame_input`).
+    /// `(t, n)` sums the embeddings of tokens `(t − k, n)`, `k = 1..=depth`, each through its
+    /// own table; a frame before 0 adds nothing (`None` without `previous_frame_input`).
     pub fn previous_frame_rows(&self, tokens: &Tensor<3, Int>) -> Option<Tensor<4>> {
-        let table = self.previous_embed.as_ref()?.val(); // [v, m]
+        let first = self.previous_embed.as_ref()?.val(); // [v, m]
         let [b, t, n] = tokens.dims();
-        let m = table.dims()[1];
-        let first = Tensor::<4>::zeros([b, 1, n, m], &table.device()).cast(table.dtype()); // [b, 1, n, m]
-        if t == 1 {
-            return Some(first);
+        let m = first.dims()[1];
+        let device = first.device();
+        let mut sum = Tensor::<4>::zeros([b, t, n, m], &device).cast(first.dtype()); // [b, t, n, m]
+        for (back, table) in (1..t).zip(self.previous_frame_tables()) {
+            let earlier = tokens.clone().slice([0..b, 0..t - back, 0..n]).reshape([b * (t - back) * n]);
+            let rows = table.val().select(0, earlier).reshape([b, t - back, n, m]); // [b, t−back, n, m]
+            let zeros = Tensor::<4>::zeros([b, back, n, m], &device).cast(rows.dtype()); // [b, back, n, m]
+            sum = sum + Tensor::cat(vec![zeros, rows], 1);
         }
-        let earlier = tokens.clone().slice([0..b, 0..t - 1, 0..n]).reshape([b * (t - 1) * n]);
-        let rows = table.select(0, earlier).reshape([b, t - 1, n, m]); // [b, t−1, n, m]
-        Some(Tensor::cat(vec![first, rows], 1)) // [b, t, n, m]
+        Some(sum)
+    }
+
+    /// The previous-frame tables, nearest frame first (`t − 1`, `t − 2`, …; empty without
+    /// `previous_frame_input`).
+    pub fn previous_frame_tables(&self) -> impl Iterator<Item = &Param<Tensor<2>>> {
+        self.previous_embed.iter().chain(&self.earlier_embeds)
     }
 
     /// The action slot `[B, T, 1, M]` ([`action_slots`]).

@@ -374,18 +374,21 @@ impl State<'_> {
         Tensor::cat(vec![action, rows], 1) // [b, n+1, m]
     }
 
-    /// The previous-frame input of frame `f`'s token slots `[B·N, M]` (zero for frame 0), for a
-    /// model that takes one.
+    /// The previous-frame input of frame `f`'s token slots `[B·N, M]`: the embeddings of
+    /// frames `f − 1, f − 2, …` (as deep as the model reaches; frames before 0 add nothing),
+    /// for a model that takes one.
     fn previous_frame_input(&self, f: usize) -> Option<Tensor<2>> {
-        let table = self.dynamics.previous_embed.as_ref()?.val(); // [v, m]
+        let first = self.dynamics.previous_embed.as_ref()?.val(); // [v, m]
         let [b, _, n] = self.dims;
-        let m = table.dims()[1];
-        if f == 0 {
-            return Some(Tensor::zeros([b * n, m], &self.device));
+        let mut sum = Tensor::zeros([b * n, first.dims()[1]], &self.device); // [b·n, m]
+        for (back, table) in (1..=f).zip(self.dynamics.previous_frame_tables()) {
+            let ids = Tensor::<1, Int>::from_data(
+                TensorData::new(self.frame_tokens(f - back), [b * n]),
+                &self.device,
+            );
+            sum = sum + table.val().select(0, ids); // [b·n, m]
         }
-        let ids =
-            Tensor::<1, Int>::from_data(TensorData::new(self.frame_tokens(f - 1), [b * n]), &self.device);
-        Some(table.select(0, ids)) // [b·n, m]
+        Some(sum)
     }
 
     /// The stemmed slot `pos` of frame `f` for causal decoding `[B, 1, M]`: the action slot

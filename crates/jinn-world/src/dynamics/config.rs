@@ -77,6 +77,11 @@ pub struct MaskGitConfig {
     /// tokens that fix where the ball goes next, while at sampling the context is always
     /// whole; with it every masked frame sees its predecessor whole, as in a rollout.
     pub previous_frame_input: bool,
+    /// How many earlier frames the previous-frame input reaches back (with
+    /// `previous_frame_input`; 1 otherwise): slot `(t, n)` embeds the tokens `(t − k, n)` for
+    /// `k = 1..=depth`, each through its own table. With depth 2 a slot sees where an object
+    /// was in each of the last two frames, its velocity, whole, as a rollout's context is.
+    pub previous_frame_depth: usize,
     /// Loss weights and backbone.
     #[serde(flatten)]
     pub tokens: TokenDynamicsConfig,
@@ -88,6 +93,7 @@ impl Default for MaskGitConfig {
             mask_limit: 0.5,
             mask_ratio_per_frame: false,
             previous_frame_input: false,
+            previous_frame_depth: 1,
             tokens: TokenDynamicsConfig::default(),
         }
     }

@@ -315,6 +315,44 @@ fn previous_frame_input_shows_a_masked_frame_its_predecessor_whole() {
     assert_eq!(p0, p1);
 }
 
+#[test]
+fn previous_frame_rows_sum_each_earlier_frame_through_its_own_table() {
+    let device = Device::flex();
+    let mut cfg = tiny(DynamicsKind::MASKGIT);
+    let settings = cfg.maskgit_mut().unwrap();
+    settings.previous_frame_input = true;
+    settings.previous_frame_depth = 3;
+    let model = cfg.init(11, 4, &device).unwrap();
+    assert_eq!(model.previous_frame_tables().count(), 3);
+    let tables: Vec<Vec<f32>> = model.previous_frame_tables().map(|p| floats(p.val())).collect();
+    let (b, t, n, m) = (2, 5, 3, cfg.model_dim);
+    let toks = random_tokens([b, t, n], 11, 4);
+    let got = floats(model.previous_frame_rows(&tokens(&toks, [b, t, n], &device)).unwrap());
+    // Naive reference: row (b, t, n) adds table k's row of token (t − k, n) for each k ≤ t.
+    for bi in 0..b {
+        for ti in 0..t {
+            for ni in 0..n {
+                for c in 0..m {
+                    let want: f32 = (1..=3usize.min(ti))
+                        .map(|k| tables[k - 1][toks[(bi * t + ti - k) * n + ni] as usize * m + c])
+                        .sum();
+                    let at = ((bi * t + ti) * n + ni) * m + c;
+                    assert!((got[at] - want).abs() < 1e-6, "({bi}, {ti}, {ni}, {c}): {} vs {want}", got[at]);
+                }
+            }
+        }
+    }
+    // Depth 0, or a depth without the input, is refused by name.
+    for (input, depth) in [(true, 0), (false, 2)] {
+        let mut bad = tiny(DynamicsKind::MASKGIT);
+        let s = bad.maskgit_mut().unwrap();
+        s.previous_frame_input = input;
+        s.previous_frame_depth = depth;
+        let err = bad.init(11, 4, &device).unwrap_err().to_string();
+        assert!(err.contains("previous_frame_depth"), "{err}");
+    }
+}
+
 /// A `[model]` section read as a run config reads it: TOML over the defaults, with overrides.
 fn resolve(toml: &str, sets: &[&str]) -> Result<DynamicsConfig, String> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -336,13 +374,14 @@ fn each_kind_reads_only_its_own_settings() {
             "mask_limit",
             "mask_ratio_per_frame",
             "previous_frame_input",
+            "previous_frame_depth",
             "z_loss_weight",
             "changed_token_weight",
             "reversible",
         ];
         let own: &[&str] = match kind.name() {
             "maskgit" => &maskgit,
-            "causal" => &maskgit[3..],
+            "causal" => &maskgit[4..],
             _ => &["denoise_steps"],
         };
         for key in maskgit.into_iter().chain(["denoise_steps"]) {
@@ -355,6 +394,7 @@ fn each_kind_reads_only_its_own_settings() {
     let cases = [
         ("causal", "mask_limit = 0.3"),
         ("causal", "previous_frame_input = true"),
+        ("causal", "previous_frame_depth = 2"),
         ("diffusion", "mask_ratio_per_frame = true"),
         ("diffusion", "changed_token_weight = 2.0"),
         ("diffusion", "reversible = true"),

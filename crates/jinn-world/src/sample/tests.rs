@@ -77,7 +77,12 @@ fn previous_frame_input_cached_logits_equal_uncached() {
     let mut cfg = tiny_config(DynamicsKind::MASKGIT, false);
     cfg.maskgit_mut().unwrap().previous_frame_input = true;
     cached_vs_uncached_of(tiny_from(cfg.clone()), true);
-    cached_vs_uncached_of(tiny_from(cfg), false);
+    cached_vs_uncached_of(tiny_from(cfg.clone()), false);
+    // Reaching two and three frames back: the cached path sums the same tables.
+    for depth in [2, 3] {
+        cfg.maskgit_mut().unwrap().previous_frame_depth = depth;
+        cached_vs_uncached_of(tiny_from(cfg.clone()), true);
+    }
 }
 
 #[test]
