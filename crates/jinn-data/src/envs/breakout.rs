@@ -1,12 +1,16 @@
 //! Breakout: a paddle, a ball, six rows of coloured bricks and three walls.
 //!
 //! Actions `noop/left/right/fire`. The ball starts each life resting on the paddle and moves
-//! with it until `fire` launches it. A ball that falls past the paddle costs a life (shown as
-//! white marks in the top wall); the episode ends when no life is left or every brick is
-//! cleared. Each brick is worth a reward of 1.
+//! with it until `fire` launches it towards the middle of the field (steeper from near a side
+//! wall). A ball that falls past the paddle costs a life (shown as white marks in the top wall);
+//! the episode ends when no life is left or every brick is cleared. Each brick is worth a reward
+//! of 1.
 //!
 //! Positions are integers on the 64×64 logical canvas and the ball moves one unit at a time,
-//! so collisions are exact and the game is bit-for-bit deterministic.
+//! so collisions are exact and the game is bit-for-bit deterministic. Only the paddle's start
+//! is drawn at random (at reset): after that every frame follows from the frame before, the
+//! ball's velocity (two frames) and the action, so a world model can in principle predict the
+//! whole game.
 
 use super::raster::{Canvas, Rgb, LOGICAL_SIZE};
 use super::{bad_action, Env, StepOutcome};
@@ -40,7 +44,6 @@ pub(crate) const PADDLE_Y: i32 = 57;
 pub(crate) const PADDLE_SPEED: i32 = 3;
 pub(crate) const BALL: i32 = 3;
 pub(crate) const BALL_VY: i32 = 2;
-const SERVE_VX: [i32; 4] = [-2, -1, 1, 2];
 
 pub(crate) const BACKGROUND: Rgb = [8, 8, 20];
 pub(crate) const WALL_COLOR: Rgb = [110, 110, 124];
@@ -182,6 +185,23 @@ impl Breakout {
         reward
     }
 
+    /// Horizontal speed of a serve: towards the canvas's centre, steep from the outer quarters
+    /// of the paddle's track, shallow from the middle half. The serve follows from where the
+    /// paddle stands (which the frame shows), so every frame of the game follows from the
+    /// frames before it and the actions: a world model can, in principle, predict all of it.
+    fn serve_vx(&self) -> i32 {
+        // Paddle centre minus canvas centre, in half units.
+        let offset = 2 * self.paddle_x + PADDLE_W - LOGICAL_SIZE;
+        let reach = LOGICAL_SIZE - 2 * SIDE_WALL - PADDLE_W; // the largest |offset|
+        let steep = offset.abs() * 2 > reach;
+        let speed = if steep { 2 } else { 1 };
+        if offset < 0 {
+            speed
+        } else {
+            -speed
+        }
+    }
+
     /// Horizontal speed after bouncing off the paddle: steeper towards the paddle's edges.
     fn paddle_bounce_vx(&self, ball_x: i32) -> i32 {
         // Offsets of the ball's centre from the paddle's centre, in half units.
@@ -256,7 +276,7 @@ impl Env for Breakout {
                 return Ok(StepOutcome { reward: 0.0, done: false });
             }
             self.attached = false;
-            self.velocity = (SERVE_VX[self.rng.random_range(0..SERVE_VX.len())], -BALL_VY);
+            self.velocity = (self.serve_vx(), -BALL_VY);
         }
         let reward = self.move_ball();
         if self.ball.1 >= LOGICAL_SIZE {
@@ -341,6 +361,23 @@ mod tests {
                 hits.iter().map(|h| h.1 as f64).sum::<f64>() / n,
             )
         })
+    }
+
+    #[test]
+    fn a_serve_heads_for_the_centre_and_steeper_from_the_outer_quarters() {
+        let mut game = Breakout::new(SHAPE);
+        for x in SIDE_WALL..=LOGICAL_SIZE - SIDE_WALL - PADDLE_W {
+            for seed in 0..2 {
+                game.reset(seed);
+                game.paddle_x = x;
+                game.rest_ball_on_paddle();
+                game.step(FIRE).unwrap();
+                let from_middle = x as f64 + PADDLE_W as f64 / 2.0 - LOGICAL_SIZE as f64 / 2.0;
+                let speed = if from_middle.abs() > 12.5 { 2 } else { 1 };
+                let expected = if from_middle < 0.0 { speed } else { -speed };
+                assert_eq!(game.velocity, (expected, -BALL_VY), "paddle at {x}, seed {seed}");
+            }
+        }
     }
 
     #[test]

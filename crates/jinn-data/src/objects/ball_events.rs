@@ -1,8 +1,8 @@
 //! What the breakout ball does between frames, read off the detections of consecutive frames:
 //! where it leaves its course, and why (served, bounced off the paddle, a wall or a brick, or
-//! lost). A world model's ball error grows from such events, and they differ in kind: a
-//! serve's direction is drawn at random by the game, so no model predicts it from the frames
-//! and actions, while a bounce follows from what the frames show.
+//! lost). A world model's ball error grows from such events: each one is a turn that the
+//! frames before it only imply (a serve's direction follows from where the paddle stands, a
+//! bounce's from where the ball meets the paddle, a wall or a brick).
 //!
 //! The game moves the ball by whole logical units (at most 2 a step, 3 while it rides the
 //! paddle), so a course is a constant velocity between frames; a change of more than half a

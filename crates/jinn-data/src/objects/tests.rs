@@ -6,7 +6,7 @@ use crate::envs::breakout::{
     brick_rect, Breakout, BALL, BRICK_COLS, BRICK_ROWS, LIVES, PADDLE_H, PADDLE_W, PADDLE_Y,
 };
 use crate::envs::maze::Maze;
-use crate::envs::policy::StickyRandomPolicy;
+use crate::envs::policy::{GuidedPolicy, StickyRandomPolicy};
 use crate::envs::raster::{Canvas, LOGICAL_SIZE};
 use crate::envs::Env;
 use rand::{Rng, SeedableRng};
@@ -70,7 +70,7 @@ fn to_px(logical: f64, pixels: usize) -> f64 {
 /// and the fewest bricks seen.
 fn check_breakout(shape: FrameShape, degrade: Degrade, steps: usize) -> (usize, usize) {
     let mut game = Breakout::new(shape);
-    let mut policy = StickyRandomPolicy::new(4, 0.7, 11).unwrap();
+    let mut policy = half_guided(11);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let (mut seed, mut ball_on_paddle_rows, mut fewest_bricks) = (0, 0, usize::MAX);
     game.reset(seed);
@@ -148,9 +148,15 @@ fn check_breakout(shape: FrameShape, degrade: Degrade, steps: usize) -> (usize, 
     (ball_on_paddle_rows, fewest_bricks)
 }
 
+/// The demo data's player: the sticky random policy, with the game's guide (which serves and
+/// follows the ball) taking half the steps, so bounces and broken bricks are common.
+fn half_guided(seed: u64) -> GuidedPolicy {
+    GuidedPolicy::new(StickyRandomPolicy::new(4, 0.7, seed).unwrap(), 0.5, seed).unwrap()
+}
+
 /// One policy step; a finished episode restarts with the next seed.
-fn continue_game(game: &mut Breakout, policy: &mut StickyRandomPolicy, seed: &mut u64) {
-    if game.step(policy.act()).unwrap().done {
+fn continue_game(game: &mut Breakout, policy: &mut GuidedPolicy, seed: &mut u64) {
+    if game.step(policy.act(game.guide_action())).unwrap().done {
         *seed += 1;
         game.reset(*seed);
     }
@@ -382,21 +388,23 @@ fn game_event(before: &Breakout, after: &Breakout, last_move: Option<(i32, i32)>
     })
 }
 
-/// Detections of the frames of one breakout episode played by the sticky random policy for at
-/// most `steps` steps; `each(before, after)` sees the game around every step.
+/// Detections of the frames of one breakout episode played for at most `steps` steps by the
+/// sticky random policy, with the guide taking a share `follow_prob` of the steps;
+/// `each(before, after)` sees the game around every step.
 fn play_breakout(
     shape: FrameShape,
     episode: u64,
-    steps: usize,
+    (steps, follow_prob): (usize, f64),
     mut each: impl FnMut(&Breakout, &Breakout),
 ) -> Vec<BreakoutObjects> {
     let mut game = Breakout::new(shape);
     game.reset(episode);
-    let mut policy = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
+    let random = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
+    let mut policy = GuidedPolicy::new(random, follow_prob, episode).unwrap();
     let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
     for _ in 0..steps {
         let before = game.clone();
-        if game.step(policy.act()).unwrap().done {
+        if game.step(policy.act(game.guide_action())).unwrap().done {
             break;
         }
         each(&before, &game);
@@ -415,7 +423,7 @@ fn ball_events_read_off_frames_match_the_game() {
         for episode in 0..6u64 {
             let mut truth = vec![None];
             let mut last_move = None;
-            let track = play_breakout(shape, episode, 600, |before, game| {
+            let track = play_breakout(shape, episode, (600, 0.5), |before, game| {
                 truth.push(game_event(before, game, last_move));
                 let (b0, b1) = (before.ball(), game.ball());
                 last_move = (before.lives() == game.lives()).then_some((b1.0 - b0.0, b1.1 - b0.1));
@@ -451,7 +459,7 @@ fn a_ball_moves_as_in_the_game_on_real_tracks_and_not_when_it_teleports() {
         let (mut put_backs, mut frames) = (0usize, 0usize);
         for episode in 0..3u64 {
             let mut resting = vec![];
-            let track = play_breakout(shape, episode, 400, |before, game| {
+            let track = play_breakout(shape, episode, (400, 0.0), |before, game| {
                 if resting.is_empty() {
                     resting.push(before.ball_resting());
                 }
@@ -504,7 +512,7 @@ fn a_vanishing_ball_is_placed_where_the_game_last_had_it() {
         for episode in 0..3u64 {
             let mut centres = vec![];
             let mut resting = vec![];
-            let track = play_breakout(shape, episode, 400, |before, game| {
+            let track = play_breakout(shape, episode, (400, 0.0), |before, game| {
                 if centres.is_empty() {
                     centres.push(before.ball_centre().unwrap());
                     resting.push(before.ball_resting());

@@ -13,8 +13,8 @@
 //! * breakout, by what the true ball did first after the context — kept its course, or was
 //!   served, bounced off the paddle, a wall or a brick, or lost ([`jinn_data::objects::ball_events`]):
 //!   the same ball scores over the frames from that event on, so a ball error can be traced to
-//!   the event it grew from; frames from a serve on count as serve frames, since the game draws
-//!   a serve's direction at random and no model can tell it from the frames before;
+//!   the event it grew from; frames from a serve on count as serve frames, since a serve
+//!   starts the ball's course afresh (when is the player's choice, carried by the action);
 //! * both — the share of **off-palette** pixels (colours the game never draws), to be read
 //!   against the same share in the tokenizer's reconstructions of real frames (blur is not an
 //!   artefact).
@@ -205,8 +205,8 @@ impl ObjectTally {
 
 /// For each generated frame `context..events.len()`, the group of the first event at or
 /// after `context` up to that frame (0 for none, else 1 + its index in [`BALL_EVENTS`]); a
-/// frame from a serve on is a serve frame whatever came first, since the serve's random
-/// direction sets the ball's error from there.
+/// frame from a serve on is a serve frame whatever came first, since a serve starts the ball's
+/// course afresh and sets its error from there.
 fn first_event_groups(events: &[Option<BallEvent>], context: usize) -> Vec<usize> {
     let mut first = None;
     (context..events.len())

@@ -333,7 +333,5 @@ fn print_ball_by_event(groups: &[EventScores], without_serves: Option<&ObjectSco
             fmt_px(r.ball_error_p90)
         );
     }
-    println!(
-        "  (frames from a serve on count as serve frames: the game draws a serve's direction at random)"
-    );
+    println!("  (frames from a serve on count as serve frames: a serve starts the ball's course afresh)");
 }
