@@ -70,7 +70,7 @@ fn to_px(logical: f64, pixels: usize) -> f64 {
 /// and the fewest bricks seen.
 fn check_breakout(shape: FrameShape, degrade: Degrade, steps: usize) -> (usize, usize) {
     let mut game = Breakout::new(shape);
-    let mut policy = half_guided(11);
+    let mut policy = guided(11, 0.5);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let (mut seed, mut ball_on_paddle_rows, mut fewest_bricks) = (0, 0, usize::MAX);
     game.reset(seed);
@@ -148,10 +148,11 @@ fn check_breakout(shape: FrameShape, degrade: Degrade, steps: usize) -> (usize, 
     (ball_on_paddle_rows, fewest_bricks)
 }
 
-/// The demo data's player: the sticky random policy, with the game's guide (which serves and
-/// follows the ball) taking half the steps, so bounces and broken bricks are common.
-fn half_guided(seed: u64) -> GuidedPolicy {
-    GuidedPolicy::new(StickyRandomPolicy::new(4, 0.7, seed).unwrap(), 0.5, seed).unwrap()
+/// The sticky random policy, with the game's guide (which serves and follows the ball) taking
+/// a share `follow_prob` of the steps; at 0.5, the demo data's player, bounces and broken
+/// bricks are common.
+fn guided(seed: u64, follow_prob: f64) -> GuidedPolicy {
+    GuidedPolicy::new(StickyRandomPolicy::new(4, 0.7, seed).unwrap(), follow_prob, seed).unwrap()
 }
 
 /// One policy step; a finished episode restarts with the next seed.
@@ -399,8 +400,7 @@ fn play_breakout(
 ) -> Vec<BreakoutObjects> {
     let mut game = Breakout::new(shape);
     game.reset(episode);
-    let random = StickyRandomPolicy::new(4, 0.7, episode).unwrap();
-    let mut policy = GuidedPolicy::new(random, follow_prob, episode).unwrap();
+    let mut policy = guided(episode, follow_prob);
     let mut track = vec![detect_breakout(&render(&game), shape).unwrap()];
     for _ in 0..steps {
         let before = game.clone();
