@@ -264,3 +264,29 @@ fn bench_gpu_prints_every_row_against_its_measured_matmul_peak() {
     }
     assert!(out.contains("frames/s"), "{out}");
 }
+
+#[test]
+fn bench_gpu_reports_a_failing_row_and_still_runs_the_others() {
+    // `model.patch` (16, the configs' own value) is a field of the tokenizer and the LAM but
+    // not of the dynamics: the dynamics rows fail naming it, the others still report their
+    // figures, and the command exits with a failure that names the failed rows.
+    #[rustfmt::skip]
+    let o = jinn(&[
+        "bench", "gpu", "--device", "cpu", "--rows", "small", "--steps", "1", "--warmup", "0",
+        "--peak-side", "64", "--sample-frames", "0", "--set", "train.batch_size=1", "--set", "data.seq_len=2",
+        "--set", "model.patch=16",
+    ]);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    for precision in ["f32", "bf16"] {
+        for model in ["Tokenizer (jasmine-small/tokenizer)", "LAM (jasmine-small/lam)"] {
+            let row = format!("=> {model} {precision}: ");
+            let line = out.lines().find(|l| l.starts_with(&row)).unwrap_or_else(|| panic!("no {row}\n{out}"));
+            assert!(line.contains(" ms/step") && !line.contains("FAILED"), "{line}");
+        }
+        let row = format!("=> MaskGIT dynamics (jasmine-small/dynamics) {precision}: FAILED: ");
+        let at = out.find(&row).unwrap_or_else(|| panic!("no {row}\n{out}"));
+        assert!(out[at..].contains("unknown field `patch`"), "{out}");
+    }
+    assert!(out.contains("2 row(s) failed: MaskGIT dynamics (jasmine-small/dynamics) f32;"), "{out}");
+}

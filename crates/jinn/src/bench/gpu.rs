@@ -98,6 +98,7 @@ pub fn run(a: GpuBenchArgs) -> anyhow::Result<()> {
         Rows::All => true,
     });
     let dir = tempfile::tempdir()?;
+    let mut failed = Vec::new(); // labels of the rows whose step failed on this device
     for (i, &(model, task, config_name, text)) in rows.enumerate() {
         let config = dir.path().join(format!("{i}.toml"));
         std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
@@ -123,9 +124,14 @@ pub fn run(a: GpuBenchArgs) -> anyhow::Result<()> {
             let tmp = tempfile::tempdir_in(dir.path())?;
             match train::measure(&args, tmp.path()) {
                 Ok(m) => println!("=> {label}: {}", figures(&m, peak)),
-                // A precision the model does not train in is reported, not fatal.
+                // A precision the model does not train in is reported, not a failure.
                 Err(e) if format!("{e:#}").contains("train.precision") => println!("=> {label}: {e:#}"),
-                Err(e) => return Err(e.context(label)),
+                // Any other error (a kernel the device cannot run, memory) is reported and the
+                // remaining rows still run: one broken kernel must not hide the other figures.
+                Err(e) => {
+                    println!("=> {label}: FAILED: {e:#}");
+                    failed.push(label);
+                }
             }
         }
     }
@@ -140,6 +146,7 @@ pub fn run(a: GpuBenchArgs) -> anyhow::Result<()> {
         };
         sample::run(s)?;
     }
+    anyhow::ensure!(failed.is_empty(), "{} row(s) failed: {}", failed.len(), failed.join("; "));
     Ok(())
 }
 
