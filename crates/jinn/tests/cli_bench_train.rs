@@ -222,13 +222,21 @@ fn unknown_task_is_a_clap_error() {
     assert!(out.contains("tokenizer") && out.contains("lam") && out.contains("dynamics"), "{out}");
 }
 
+/// `jinn bench gpu` on the CPU over the jasmine-small rows at tiny sizes (one clip of two
+/// frames, 64² peak products, no warm-up), with `extra` flags.
+fn bench_gpu_tiny(extra: &[&str]) -> Output {
+    #[rustfmt::skip]
+    let mut args = vec![
+        "bench", "gpu", "--device", "cpu", "--rows", "small", "--warmup", "0", "--peak-side", "64",
+        "--set", "train.batch_size=1", "--set", "data.seq_len=2",
+    ];
+    args.extend_from_slice(extra);
+    jinn(&args)
+}
+
 #[test]
 fn bench_gpu_prints_every_row_against_its_measured_matmul_peak() {
-    #[rustfmt::skip]
-    let o = jinn(&[
-        "bench", "gpu", "--device", "cpu", "--rows", "small", "--steps", "2", "--warmup", "0",
-        "--peak-side", "64", "--sample-frames", "2", "--set", "train.batch_size=1", "--set", "data.seq_len=2",
-    ]);
+    let o = bench_gpu_tiny(&["--steps", "2", "--sample-frames", "2"]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("device: cpu"), "{out}");
@@ -270,12 +278,7 @@ fn bench_gpu_reports_a_failing_row_and_still_runs_the_others() {
     // `model.patch` (16, the configs' own value) is a field of the tokenizer and the LAM but
     // not of the dynamics: the dynamics rows fail naming it, the others still report their
     // figures, and the command exits with a failure that names the failed rows.
-    #[rustfmt::skip]
-    let o = jinn(&[
-        "bench", "gpu", "--device", "cpu", "--rows", "small", "--steps", "1", "--warmup", "0",
-        "--peak-side", "64", "--sample-frames", "0", "--set", "train.batch_size=1", "--set", "data.seq_len=2",
-        "--set", "model.patch=16",
-    ]);
+    let o = bench_gpu_tiny(&["--steps", "1", "--sample-frames", "0", "--set", "model.patch=16"]);
     let out = text(&o);
     assert!(!o.status.success(), "{out}");
     for precision in ["f32", "bf16"] {
