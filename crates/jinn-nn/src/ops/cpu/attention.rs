@@ -338,12 +338,24 @@ impl Shape {
 /// [`Shape::kv_stride`] apart): the output `[batch, seq_q, M]` and the attention weights
 /// `[batch, seq_q, heads, seq_k]` (zero where masked). Query rows run in parallel, so one long
 /// sequence (a sampler's frame, batch 1) uses every core too.
+/// Long sequences run as matrix products ([`products`]), the rest row by row.
 fn attention_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let Shape { batch, seq_q, seq_k, width, heads, row_stride, .. } = shape;
+    let Shape { batch, seq_q, seq_k, width, heads, .. } = shape;
     let rows = batch * seq_q;
     if rows == 0 || seq_k == 0 || width == 0 {
         return (vec![0.0; rows * width], vec![0.0; rows * heads * seq_k]);
     }
+    if products::applies(shape) {
+        products::forward(shape, q, k, v)
+    } else {
+        rows_forward(shape, q, k, v)
+    }
+}
+
+/// [`attention_forward`] one query row at a time (non-empty operands).
+fn rows_forward(shape: Shape, q: &[f32], k: &[f32], v: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let Shape { batch, seq_q, seq_k, width, heads, row_stride, .. } = shape;
+    let rows = batch * seq_q;
     let (stride, k_extent) = (shape.kv_stride, shape.extent(seq_k));
     let keys_t = (seq_q >= TRANSPOSE_MIN_QUERIES).then(|| transpose_heads(shape, k));
     let block = width * seq_k;
@@ -393,7 +405,18 @@ fn transpose_head(block: &[f32], stride: usize, h: usize, d: usize, dst: &mut [f
 /// the weights and the output gradient `g` `[batch, seq_q, M]`, returns `[∂q, ∂k, ∂v]`. Per
 /// head, with weights `P` and scale `s`: `∂v = Pᵀ·g`, `∂P = g·vᵀ`,
 /// `∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P))`, `∂q = s·∂S·k`, `∂k = s·∂Sᵀ·q`.
-fn attention_backward(shape: Shape, [q, k, v]: [&[f32]; 3], weights: &[f32], g: &[f32]) -> [Vec<f32>; 3] {
+fn attention_backward(shape: Shape, operands: [&[f32]; 3], weights: &[f32], g: &[f32]) -> [Vec<f32>; 3] {
+    backward_separate(shape, operands, weights, g, products::applies(shape))
+}
+
+/// [`attention_backward`], as matrix products or row by row.
+fn backward_separate(
+    shape: Shape,
+    [q, k, v]: [&[f32]; 3],
+    weights: &[f32],
+    g: &[f32],
+    by_products: bool,
+) -> [Vec<f32>; 3] {
     let Shape { batch, seq_q, seq_k, width, .. } = shape;
     let (q_len, k_len) = (seq_q * width, seq_k * width);
     assert!(
@@ -407,14 +430,13 @@ fn attention_backward(shape: Shape, [q, k, v]: [&[f32]; 3], weights: &[f32], g: 
     let (grads, _) = par_fill(lens, [q_len, k_len, k_len], 1, |b, [dq, dk, dv]| {
         let entry =
             Entry { q: &q[b * q_len..][..q_len], k: &k[b * k_len..][..k_len], v: &v[b * k_len..][..k_len] };
-        entry_backward(
-            shape,
-            entry,
-            &weights[b * seq_q * shape.heads * seq_k..],
-            g,
-            b,
-            GradRows::Separate([dq, dk, dv]),
-        )
+        let weights = &weights[b * seq_q * shape.heads * seq_k..];
+        let grads = GradRows::Separate([dq, dk, dv]);
+        if by_products {
+            products::entry_backward(shape, entry, weights, g, b, grads)
+        } else {
+            entry_backward(shape, entry, weights, g, b, grads)
+        }
     });
     grads
 }
@@ -422,6 +444,11 @@ fn attention_backward(shape: Shape, [q, k, v]: [&[f32]; 3], weights: &[f32], g: 
 /// The backward of the packed forward (`q`, `k`, `v` the thirds of each row of `qkv`
 /// `[batch, seq, 3·M]`): the gradient of `qkv`, rows `[∂q | ∂k | ∂v]`.
 fn attention_backward_packed(shape: Shape, qkv: &[f32], weights: &[f32], g: &[f32]) -> Vec<f32> {
+    backward_packed(shape, qkv, weights, g, products::applies(shape))
+}
+
+/// [`attention_backward_packed`], as matrix products or row by row.
+fn backward_packed(shape: Shape, qkv: &[f32], weights: &[f32], g: &[f32], by_products: bool) -> Vec<f32> {
     let Shape { batch, seq_q, seq_k, width, row_stride, .. } = shape;
     let block = seq_q * row_stride;
     if block == 0 || batch == 0 || width == 0 {
@@ -430,7 +457,12 @@ fn attention_backward_packed(shape: Shape, qkv: &[f32], weights: &[f32], g: &[f3
     let ([dqkv], _) = par_fill([batch * block], [block], 1, |b, [d]| {
         let rows = &qkv[b * block..][..block];
         let entry = Entry { q: rows, k: &rows[width..], v: &rows[2 * width..] };
-        entry_backward(shape, entry, &weights[b * seq_q * shape.heads * seq_k..], g, b, GradRows::Packed(d))
+        let weights = &weights[b * seq_q * shape.heads * seq_k..];
+        if by_products {
+            products::entry_backward(shape, entry, weights, g, b, GradRows::Packed(d))
+        } else {
+            entry_backward(shape, entry, weights, g, b, GradRows::Packed(d))
+        }
     });
     dqkv
 }
@@ -451,6 +483,35 @@ impl GradRows<'_> {
         match self {
             GradRows::Separate(blocks) => &mut blocks[which][row * m + h * d..][..d],
             GradRows::Packed(block) => &mut block[row * 3 * m + which * m + h * d..][..d],
+        }
+    }
+
+    /// Head `h` of the gradients of `q`, `k` and `v` as (first element, row stride): rows
+    /// `seq_q`, `seq_k` and `seq_k` of `head_dim` elements each, checked to lie inside the
+    /// blocks. The three pointers come from one borrow, so writing through all three is sound.
+    fn head_blocks(&mut self, h: usize, shape: Shape) -> [(*mut f32, usize); 3] {
+        let (m, d) = (shape.width, shape.head_dim());
+        let rows = [shape.seq_q, shape.seq_k, shape.seq_k];
+        let fits = |len: usize, offset: usize, stride: usize, rows: usize| {
+            assert!(
+                rows == 0 || (rows - 1) * stride + offset + d <= len,
+                "attention: gradient block too short"
+            );
+        };
+        match self {
+            GradRows::Separate(blocks) => std::array::from_fn(|which| {
+                fits(blocks[which].len(), h * d, m, rows[which]);
+                // SAFETY: in bounds (checked just above).
+                (unsafe { blocks[which].as_mut_ptr().add(h * d) }, m)
+            }),
+            GradRows::Packed(block) => {
+                let (len, base) = (block.len(), block.as_mut_ptr());
+                std::array::from_fn(|which| {
+                    fits(len, which * m + h * d, 3 * m, rows[which]);
+                    // SAFETY: in bounds (checked just above).
+                    (unsafe { base.add(which * m + h * d) }, 3 * m)
+                })
+            }
         }
     }
 }
@@ -617,5 +678,6 @@ fn entry_backward_body(
     }
 }
 
+mod products;
 #[cfg(test)]
 mod tests;

@@ -174,3 +174,70 @@ fn packed_self_attention_matches_the_separate_op() {
     assert_packed_matches_separate([4, 16, 8], 2, true);
     assert_packed_matches_separate([2, 1, 8], 4, true);
 }
+
+/// Values in [-1.2, 1.2] from a fixed pattern (no generator: the two paths see the same bits).
+fn pattern(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| (((i + seed) * 7919) % 97) as f32 / 40.0 - 1.2).collect()
+}
+
+/// Largest absolute difference, asserted below `tolerance`.
+fn assert_close(what: &str, a: &[f32], b: &[f32], tolerance: f32) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+    assert!(worst < tolerance, "{what}: differs by {worst}");
+}
+
+#[test]
+fn matrix_products_match_the_row_kernel() {
+    // Frame-long self-attention (packed and separate, causal and not), cross-attention with
+    // more keys than queries, and keys read from a window of a longer buffer.
+    for (batch, seq_q, seq_k, width, heads, causal) in [
+        (3, 64, 64, 128, 4, false),
+        (2, 43, 43, 48, 3, true),
+        (2, 40, 70, 32, 2, true),
+        (3, 33, 64, 16, 1, false),
+    ] {
+        let separate = Shape {
+            batch,
+            seq_q,
+            seq_k,
+            kv_stride: (seq_k + 5) * width,
+            row_stride: width,
+            width,
+            heads,
+            causal,
+        };
+        let (q, k, v) = (
+            pattern(batch * seq_q * width, 1),
+            pattern(batch * (seq_k + 5) * width, 2),
+            pattern(batch * (seq_k + 5) * width, 3),
+        );
+        let (out_rows, w_rows) = rows_forward(separate, &q, &k, &v);
+        let (out, w) = products::forward(separate, &q, &k, &v);
+        let case = format!("{batch}×{seq_q}→{seq_k}, width {width}, {heads} heads, causal {causal}");
+        assert_close(&format!("{case}: out"), &out, &out_rows, 1e-5);
+        assert_close(&format!("{case}: weights"), &w, &w_rows, 1e-6);
+
+        // The backward on contiguous operands.
+        let contiguous = Shape { kv_stride: seq_k * width, ..separate };
+        let (k, v) = (pattern(batch * seq_k * width, 2), pattern(batch * seq_k * width, 3));
+        let g = pattern(batch * seq_q * width, 4);
+        let (_, w) = rows_forward(contiguous, &q, &k, &v);
+        let by_rows = backward_separate(contiguous, [&q, &k, &v], &w, &g, false);
+        let by_products = backward_separate(contiguous, [&q, &k, &v], &w, &g, true);
+        for (what, (a, b)) in ["dq", "dk", "dv"].iter().zip(by_products.iter().zip(&by_rows)) {
+            assert_close(&format!("{case}: {what}"), a, b, 1e-5);
+        }
+
+        if seq_q == seq_k {
+            let packed = Shape { kv_stride: seq_q * 3 * width, row_stride: 3 * width, ..contiguous };
+            let qkv = pattern(batch * seq_q * 3 * width, 5);
+            let (out_rows, w) = rows_forward(packed, &qkv, &qkv[width..], &qkv[2 * width..]);
+            let (out, _) = products::forward(packed, &qkv, &qkv[width..], &qkv[2 * width..]);
+            assert_close(&format!("{case}: packed out"), &out, &out_rows, 1e-5);
+            let by_rows = backward_packed(packed, &qkv, &w, &g, false);
+            let by_products = backward_packed(packed, &qkv, &w, &g, true);
+            assert_close(&format!("{case}: packed dqkv"), &by_products, &by_rows, 1e-5);
+        }
+    }
+}
