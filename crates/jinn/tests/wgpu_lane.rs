@@ -148,74 +148,52 @@ fn trains_alike(dir: &Path, name: &str, args: &dyn Fn(&Path) -> Vec<String>) -> 
     runs[0].clone()
 }
 
-#[test]
-fn every_world_model_kind_trains_on_wgpu_as_on_the_cpu_and_checkpoints_move_between_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    if !gpu_available() {
-        return;
-    }
-    let data = dataset(dir);
-    let configs = repo().join("configs/demo");
-    let tok = trains_alike(dir, "tokenizer", &|out| tokenizer_args(&data, out, 3));
-    let mae = trains_alike(dir, "mae", &|out| {
-        let config = configs.join("tokenizer-mae.toml");
-        let mut a =
-            strings(&["train", "tokenizer", "--config", &p(&config), "--data", &p(&data), "--out", &p(out)]);
-        #[rustfmt::skip]
-        a.extend(world_sets(&[
-            "model.height=32", "model.width=32", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
-            "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "data.seq_len=3",
-        ]));
-        a.extend(schedule(3));
-        a
-    });
-    trains_alike(dir, "lam", &|out| {
-        let config = configs.join("lam.toml");
-        let mut a =
-            strings(&["train", "lam", "--config", &p(&config), "--data", &p(&data), "--out", &p(out)]);
-        #[rustfmt::skip]
-        a.extend(world_sets(&[
-            "model.height=32", "model.width=32", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
-            "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "data.seq_len=3",
-        ]));
-        a.extend(schedule(3));
-        a
-    });
-    let (configs, data) = (&configs, &data);
-    let dynamics = |kind: &'static str, tokenizer: PathBuf| {
-        move |out: &Path| {
-            let file = if kind == "diffusion" { "dynamics-diffusion.toml" } else { "dynamics.toml" };
-            let config = configs.join(file);
-            #[rustfmt::skip]
-            let mut a = strings(&[
-                "train", "dynamics", "--config", &p(&config), "--data", &p(data), "--tokenizer", &p(&tokenizer),
-                "--actions", "gt", "--kind", kind, "--out", &p(out),
-            ]);
-            let mut sets =
-                vec!["model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2", "data.seq_len=3"];
-            if kind != "maskgit" {
-                // The demo config's MaskGIT-only settings, back to their defaults.
-                sets.extend(["model.previous_frame_input=false", "model.mask_ratio_per_frame=false"]);
-            }
-            a.extend(world_sets(&sets));
-            a.extend(schedule(3));
-            a
-        }
-    };
-    let maskgit = trains_alike(dir, "maskgit", &dynamics("maskgit", tok.clone()));
-    let causal = trains_alike(dir, "causal", &dynamics("causal", tok.clone()));
-    let diffusion = trains_alike(dir, "diffusion", &dynamics("diffusion", mae));
+/// The value of a scoped thread, or its panic passed on.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
 
-    // A checkpoint written on wgpu resumes on the CPU (and the other way round) and continues
-    // as the run that stayed on the CPU.
-    let cpu_run = |out: &Path, steps: usize| tokenizer_args(data, out, steps);
+/// The tiny demo MAE tokenizer or LAM config (`file` in configs/demo, `task` tokenizer or lam).
+fn small_model_args(task: &str, file: &str, data: &Path, out: &Path) -> Vec<String> {
+    let config = repo().join("configs/demo").join(file);
+    let mut a = strings(&["train", task, "--config", &p(&config), "--data", &p(data), "--out", &p(out)]);
+    #[rustfmt::skip]
+    a.extend(world_sets(&[
+        "model.height=32", "model.width=32", "model.patch=8", "model.model_dim=16", "model.ffn_dim=32",
+        "model.num_heads=2", "model.encoder_blocks=1", "model.decoder_blocks=1", "data.seq_len=3",
+    ]));
+    a.extend(schedule(3));
+    a
+}
+
+/// Dynamics of `kind` on `tokenizer` with the recorded actions, tiny, 3 steps.
+fn dynamics_args(kind: &str, tokenizer: &Path, data: &Path, out: &Path) -> Vec<String> {
+    let file = if kind == "diffusion" { "dynamics-diffusion.toml" } else { "dynamics.toml" };
+    let config = repo().join("configs/demo").join(file);
+    #[rustfmt::skip]
+    let mut a = strings(&[
+        "train", "dynamics", "--config", &p(&config), "--data", &p(data), "--tokenizer", &p(tokenizer),
+        "--actions", "gt", "--kind", kind, "--out", &p(out),
+    ]);
+    let mut sets = vec!["model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2", "data.seq_len=3"];
+    if kind != "maskgit" {
+        // The demo config's MaskGIT-only settings, back to their defaults.
+        sets.extend(["model.previous_frame_input=false", "model.mask_ratio_per_frame=false"]);
+    }
+    a.extend(world_sets(&sets));
+    a.extend(schedule(3));
+    a
+}
+
+/// A checkpoint written on wgpu resumes on the CPU (and the other way round) and continues as
+/// the run that stayed on the CPU.
+fn checkpoints_move_between_devices(dir: &Path, data: &Path) {
     let whole = dir.join("resume-cpu");
-    ok(&[cpu_run(&whole, 4), strings(&["--device", "cpu"])].concat());
+    ok(&[tokenizer_args(data, &whole, 4), strings(&["--device", "cpu"])].concat());
     for (first, second) in [(GPU, "cpu"), ("cpu", GPU)] {
         let out = dir.join(format!("resume-{}-then-{}", first.replace(':', "-"), second.replace(':', "-")));
-        ok(&[cpu_run(&out, 2), strings(&["--device", first])].concat());
-        ok(&[cpu_run(&out, 4), strings(&["--device", second, "--resume"])].concat());
+        ok(&[tokenizer_args(data, &out, 2), strings(&["--device", first])].concat());
+        ok(&[tokenizer_args(data, &out, 4), strings(&["--device", second, "--resume"])].concat());
         let (a, b) = (losses(&whole), losses(&out));
         let (&(step, x), &(_, y)) = (a.last().unwrap(), b.last().unwrap());
         assert_eq!(step, 4);
@@ -224,11 +202,44 @@ fn every_world_model_kind_trains_on_wgpu_as_on_the_cpu_and_checkpoints_move_betw
             "{first} then {second}: step-4 loss {y}, all on the CPU {x}"
         );
     }
+}
 
-    for (name, run) in [("maskgit", &maskgit), ("causal", &causal), ("diffusion", &diffusion)] {
-        samples_alike(dir, name, run, data);
+/// Runs that do not depend on each other start together: most of a `jinn` process's time on
+/// lavapipe is compiling kernels on one core, so two cores take two processes at once.
+#[test]
+fn every_world_model_kind_trains_on_wgpu_as_on_the_cpu_and_checkpoints_move_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    if !gpu_available() {
+        return;
     }
-    serves_from_wgpu(&maskgit, data);
+    let data = dataset(dir);
+    let data = &data;
+    let (tok, mae) = std::thread::scope(|s| {
+        let tok = s.spawn(|| trains_alike(dir, "tokenizer", &|out| tokenizer_args(data, out, 3)));
+        let mae = s.spawn(|| {
+            trains_alike(dir, "mae", &|out| small_model_args("tokenizer", "tokenizer-mae.toml", data, out))
+        });
+        let lam = s.spawn(|| trains_alike(dir, "lam", &|out| small_model_args("lam", "lam.toml", data, out)));
+        let moved = s.spawn(|| checkpoints_move_between_devices(dir, data));
+        joined(lam);
+        joined(moved);
+        (joined(tok), joined(mae))
+    });
+    let [maskgit, causal, diffusion] = std::thread::scope(|s| {
+        let runs = [("maskgit", &tok), ("causal", &tok), ("diffusion", &mae)].map(|(kind, tokenizer)| {
+            s.spawn(move || trains_alike(dir, kind, &|out| dynamics_args(kind, tokenizer, data, out)))
+        });
+        runs.map(joined)
+    });
+    std::thread::scope(|s| {
+        let samples = [("maskgit", &maskgit), ("causal", &causal), ("diffusion", &diffusion)]
+            .map(|(name, run)| s.spawn(move || samples_alike(dir, name, run, data)));
+        serves_from_wgpu(&maskgit, data);
+        for sample in samples {
+            joined(sample);
+        }
+    });
 }
 
 /// `jinn sample` of a dynamics model (argmax, 2 context + 3 generated frames; diffusion with its
