@@ -431,12 +431,7 @@ fn backward_separate(
         let entry =
             Entry { q: &q[b * q_len..][..q_len], k: &k[b * k_len..][..k_len], v: &v[b * k_len..][..k_len] };
         let weights = &weights[b * seq_q * shape.heads * seq_k..];
-        let grads = GradRows::Separate([dq, dk, dv]);
-        if by_products {
-            products::entry_backward(shape, entry, weights, g, b, grads)
-        } else {
-            entry_backward(shape, entry, weights, g, b, grads)
-        }
+        entry_backward(shape, entry, weights, g, b, GradRows::Separate([dq, dk, dv]), by_products)
     });
     grads
 }
@@ -458,11 +453,7 @@ fn backward_packed(shape: Shape, qkv: &[f32], weights: &[f32], g: &[f32], by_pro
         let rows = &qkv[b * block..][..block];
         let entry = Entry { q: rows, k: &rows[width..], v: &rows[2 * width..] };
         let weights = &weights[b * seq_q * shape.heads * seq_k..];
-        if by_products {
-            products::entry_backward(shape, entry, weights, g, b, GradRows::Packed(d))
-        } else {
-            entry_backward(shape, entry, weights, g, b, GradRows::Packed(d))
-        }
+        entry_backward(shape, entry, weights, g, b, GradRows::Packed(d), by_products)
     });
     dqkv
 }
@@ -619,8 +610,8 @@ fn row_forward_body(
 }
 
 avx2_dispatch! {
-    /// Batch entry `b` of the backward, every head: `weights` and `g` start at entry `b`'s
-    /// weights and at the whole output gradient.
+    /// Batch entry `b` of the backward, every head, as matrix products ([`products`]) or row by
+    /// row: `weights` and `g` start at entry `b`'s weights and at the whole output gradient.
     fn entry_backward = entry_backward_body(
         shape: Shape,
         entry: Entry,
@@ -628,11 +619,30 @@ avx2_dispatch! {
         g: &[f32],
         b: usize,
         grads: GradRows,
+        by_products: bool,
     )
 }
 
 #[inline(always)]
 fn entry_backward_body(
+    shape: Shape,
+    entry: Entry,
+    weights: &[f32],
+    g: &[f32],
+    b: usize,
+    grads: GradRows,
+    by_products: bool,
+) {
+    if by_products {
+        products::entry_backward(shape, entry, weights, g, b, grads)
+    } else {
+        rows_entry_backward(shape, entry, weights, g, b, grads)
+    }
+}
+
+/// [`entry_backward`] row by row.
+#[inline(always)]
+fn rows_entry_backward(
     shape: Shape,
     entry: Entry,
     weights: &[f32],

@@ -137,21 +137,10 @@ fn entry_forward_body(shape: Shape, entry: Entry, out: &mut [f32], weights: &mut
     }
 }
 
-avx2_dispatch! {
-    /// Batch entry `b` of the parent's backward as products: `weights` starts at the entry's
-    /// weights, `g` is the whole output gradient `[batch, seq_q, M]`.
-    pub(super) fn entry_backward = entry_backward_body(
-        shape: Shape,
-        entry: Entry,
-        weights: &[f32],
-        g: &[f32],
-        b: usize,
-        grads: GradRows,
-    )
-}
-
+/// Batch entry `b` of the parent's backward as products: `weights` starts at the entry's
+/// weights, `g` is the whole output gradient `[batch, seq_q, M]`.
 #[inline(always)]
-fn entry_backward_body(
+pub(super) fn entry_backward(
     shape: Shape,
     entry: Entry,
     weights: &[f32],
