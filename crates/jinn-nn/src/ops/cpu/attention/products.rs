@@ -15,11 +15,12 @@ use crate::ops::cpu::math::{avx2_dispatch, dot, exp_f32, max, sum};
 /// are too small for `gemm` to beat the row kernel (the temporal attention's 16 frames).
 const MIN_SEQ: usize = 32;
 
-/// Whether [`forward`] and [`entry_backward`] take this call: long sequences on both sides,
-/// and at least as many batch entries as pool threads (one entry per task; a sampler's single
-/// frame keeps the row kernel, which shares out its query rows).
+/// Whether [`forward`] and [`entry_backward`] take this call: long sequences on both sides and
+/// more than one batch entry (one entry per task; a sampler's single frame keeps the row kernel,
+/// which shares out its query rows). The choice depends on the shapes alone, so a run rounds
+/// alike on any number of threads.
 pub(super) fn applies(shape: Shape) -> bool {
-    shape.seq_q >= MIN_SEQ && shape.seq_k >= MIN_SEQ && shape.batch >= rayon::current_num_threads()
+    shape.seq_q >= MIN_SEQ && shape.seq_k >= MIN_SEQ && shape.batch >= 2
 }
 
 /// `dst[m×n] = scale · lhs[m×k] · rhs[k×n]` (written, not accumulated), each operand given by
