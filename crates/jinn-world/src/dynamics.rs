@@ -15,6 +15,7 @@ pub mod task;
 pub mod causal;
 mod config;
 pub mod maskgit;
+mod neighbours;
 mod token_loss;
 
 mod kinds;
@@ -27,7 +28,7 @@ pub use token_loss::changed_token_weights;
 
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use burn::tensor::{Bool, Device, Distribution, Int, Tensor};
+use burn::tensor::{Bool, Device, Distribution, Int, Tensor, TensorData};
 use jinn_nn::init::{host_random, lazy_param, linear};
 use jinn_nn::ops::linear_rows;
 use jinn_nn::reversible::{forward_standard, ReversibleAxialBlock, ReversibleAxialConfig};
@@ -35,8 +36,21 @@ use jinn_nn::{AxialTransformer, AxialTransformerConfig, NnError};
 
 impl DynamicsConfig {
     /// Build the network for a codebook of `num_codes` tokens and actions of width
-    /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), flax NNX defaults).
+    /// `action_dim` (token embedding ~ N(0, 1/M), mask token ~ U(−√3, √3), flax NNX defaults),
+    /// without a patch grid (`previous_frame_radius` must be 0).
     pub fn init(&self, num_codes: usize, action_dim: usize, device: &Device) -> Result<Dynamics, NnError> {
+        self.init_on_grid(num_codes, action_dim, 0, device)
+    }
+
+    /// [`DynamicsConfig::init`] for frames of a tokenizer whose patch grid has `grid_cols`
+    /// columns (the slots of a frame are its patches, row-major).
+    pub fn init_on_grid(
+        &self,
+        num_codes: usize,
+        action_dim: usize,
+        grid_cols: usize,
+        device: &Device,
+    ) -> Result<Dynamics, NnError> {
         let maskgit = self.maskgit();
         let Some(tokens) = self.tokens() else {
             return Err(NnError::InvalidConfig {
@@ -81,6 +95,15 @@ impl DynamicsConfig {
                 reason: format!("must be ≥ 1, and 1 without `previous_frame_input`; got {depth}"),
             });
         }
+        let radius = maskgit.map_or(0, |c| c.previous_frame_radius);
+        if radius > 0 && (!previous_input || grid_cols == 0) {
+            return Err(NnError::InvalidConfig {
+                field: "previous_frame_radius",
+                reason: format!(
+                    "{radius} needs `previous_frame_input` and the tokenizer's patch grid; set it to 0 or turn the input on"
+                ),
+            });
+        }
         let (v, m) = (num_codes, self.model_dim);
         let causal = maskgit.is_none();
         let std = 1.0 / (m as f64).sqrt();
@@ -92,6 +115,7 @@ impl DynamicsConfig {
         let previous_embed = previous_input.then(embedding);
         let earlier_embeds =
             if previous_input { (1..depth).map(|_| embedding()).collect() } else { Vec::new() };
+        let neighbour_embeds = neighbours::offsets(radius).iter().map(|_| embedding()).collect();
         let bound = 3f64.sqrt();
         let mask_token = (!causal).then(|| {
             lazy_param([m], device, move |dev| host_random([m], Distribution::Uniform(-bound, bound), dev))
@@ -114,6 +138,9 @@ impl DynamicsConfig {
             token_embed,
             previous_embed,
             earlier_embeds,
+            neighbour_embeds,
+            grid_cols,
+            previous_frame_radius: radius,
             mask_token,
             action_up: linear(action_dim, m, device),
             transformer,
@@ -138,6 +165,14 @@ pub struct Dynamics {
     /// Embeddings `[V, M]` of the tokens at each position in frames `t − 2, t − 3, …`
     /// (`previous_frame_depth − 1` tables; empty at depth 1).
     pub earlier_embeds: Vec<Param<Tensor<2>>>,
+    /// Embeddings `[V, M]` of the tokens around each position in frame `t − 1`, one per
+    /// offset of the previous-frame neighbourhood (`previous_frame_radius`; row-major offsets
+    /// without the position itself).
+    pub neighbour_embeds: Vec<Param<Tensor<2>>>,
+    /// Columns of the tokenizer's patch grid (0 for a model built without one).
+    pub grid_cols: usize,
+    /// How far around its position a slot reads frame `t − 1` (0 = its own position only).
+    pub previous_frame_radius: usize,
     /// Learned mask token `[M]` (MaskGIT only).
     pub mask_token: Option<Param<Tensor<1>>>,
     /// Action projection `La → M`.
@@ -244,12 +279,38 @@ impl Dynamics {
         let device = first.device();
         let mut sum = Tensor::<4>::zeros([b, t, n, m], &device).cast(first.dtype()); // [b, t, n, m]
         for (back, table) in (1..t).zip(self.previous_frame_tables()) {
-            let earlier = tokens.clone().slice([0..b, 0..t - back, 0..n]).reshape([b * (t - back) * n]);
-            let rows = table.val().select(0, earlier).reshape([b, t - back, n, m]); // [b, t−back, n, m]
+            let earlier = tokens.clone().slice([0..b, 0..t - back, 0..n]); // [b, t−back, n]
+            let ids = earlier.clone().reshape([b * (t - back) * n]);
+            let mut rows = table.val().select(0, ids).reshape([b, t - back, n, m]); // [b, t−back, n, m]
+            if back == 1 {
+                for (table, sources, on_grid) in self.neighbour_reads(n) {
+                    let sources = Tensor::<1, Int>::from_data(TensorData::new(sources, [n]), &device);
+                    let ids = earlier.clone().select(2, sources).reshape([b * (t - 1) * n]);
+                    let on_grid = Tensor::<1>::from_data(TensorData::new(on_grid, [n]), &device)
+                        .cast(rows.dtype())
+                        .reshape([1, 1, n, 1]);
+                    let around = table.val().select(0, ids).reshape([b, t - 1, n, m]); // [b, t−1, n, m]
+                    rows = rows + around * on_grid;
+                }
+            }
             let zeros = Tensor::<4>::zeros([b, back, n, m], &device).cast(rows.dtype()); // [b, back, n, m]
             sum = sum + Tensor::cat(vec![zeros, rows], 1);
         }
         Some(sum)
+    }
+
+    /// The neighbourhood reads of frame `t − 1` for a frame of `n` slots: per offset, its
+    /// table, the slot each slot reads and whether that slot lies on the grid (1 or 0).
+    pub fn neighbour_reads(&self, n: usize) -> Vec<(&Param<Tensor<2>>, Vec<i64>, Vec<f32>)> {
+        let offsets = neighbours::offsets(self.previous_frame_radius);
+        self.neighbour_embeds
+            .iter()
+            .zip(offsets)
+            .map(|(table, offset)| {
+                let (sources, on_grid) = neighbours::sources(n, self.grid_cols, offset);
+                (table, sources, on_grid)
+            })
+            .collect()
     }
 
     /// The previous-frame tables, nearest frame first (`t − 1`, `t − 2`, …; empty without
@@ -269,6 +330,13 @@ impl Dynamics {
         actions: &Tensor<3>,
         mask: Option<&Tensor<3, Bool>>,
     ) -> Result<(), NnError> {
+        if self.previous_frame_radius > 0 && n % self.grid_cols != 0 {
+            return Err(NnError::Shape {
+                what: "tokens per frame",
+                expected: format!("a multiple of the patch grid's {} columns", self.grid_cols),
+                got: n.to_string(),
+            });
+        }
         let want = [b, t.saturating_sub(1), self.action_dim()];
         if t == 0 || n == 0 || (t > 1 && actions.dims() != want) {
             return Err(NnError::Shape {

@@ -86,7 +86,12 @@ impl GenieConfig {
             tokenizer: vq.init(device)?.no_grad(),
             lam,
             action_embed,
-            dynamics: self.dynamics.init(vq.num_codes, self.action_dim(), device)?,
+            dynamics: self.dynamics.init_on_grid(
+                vq.num_codes,
+                self.action_dim(),
+                vq.coder.grid()?.cols(),
+                device,
+            )?,
         })
     }
 

@@ -381,12 +381,23 @@ impl State<'_> {
         let first = self.dynamics.previous_embed.as_ref()?.val(); // [v, m]
         let [b, _, n] = self.dims;
         let mut sum = Tensor::zeros([b * n, first.dims()[1]], &self.device); // [b·n, m]
+        let ids = |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v, [b * n]), &self.device);
         for (back, table) in (1..=f).zip(self.dynamics.previous_frame_tables()) {
-            let ids = Tensor::<1, Int>::from_data(
-                TensorData::new(self.frame_tokens(f - back), [b * n]),
-                &self.device,
-            );
-            sum = sum + table.val().select(0, ids); // [b·n, m]
+            let earlier = self.frame_tokens(f - back); // [b·n]
+            if back == 1 {
+                for (table, sources, on_grid) in self.dynamics.neighbour_reads(n) {
+                    let read: Vec<i64> = (0..b)
+                        .flat_map(|bi| {
+                            sources.iter().map(|&s| earlier[bi * n + s as usize]).collect::<Vec<_>>()
+                        })
+                        .collect();
+                    let on_grid =
+                        Tensor::<1>::from_data(TensorData::new(on_grid.repeat(b), [b * n]), &self.device);
+                    sum = sum + table.val().select(0, ids(read)) * on_grid.reshape([b * n, 1]);
+                    // [b·n, m]
+                }
+            }
+            sum = sum + table.val().select(0, ids(earlier)); // [b·n, m]
         }
         Some(sum)
     }

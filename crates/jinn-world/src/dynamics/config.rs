@@ -82,6 +82,12 @@ pub struct MaskGitConfig {
     /// `k = 1..=depth`, each through its own table. With depth 2 a slot sees where an object
     /// was in each of the last two frames, its velocity, whole, as a rollout's context is.
     pub previous_frame_depth: usize,
+    /// How far around its own position a slot reads frame `t − 1` (with
+    /// `previous_frame_input`; 0 otherwise): slot `(t, y, x)` also embeds the tokens
+    /// `(t − 1, y + dy, x + dx)` for `|dy|, |dx| ≤ radius` on the tokenizer's patch grid, each
+    /// offset through its own table; positions off the grid add nothing. At radius 1 a slot
+    /// sees an object that may move into it, and what it would meet there, in its own input.
+    pub previous_frame_radius: usize,
     /// Loss weights and backbone.
     #[serde(flatten)]
     pub tokens: TokenDynamicsConfig,
@@ -94,6 +100,7 @@ impl Default for MaskGitConfig {
             mask_ratio_per_frame: false,
             previous_frame_input: false,
             previous_frame_depth: 1,
+            previous_frame_radius: 0,
             tokens: TokenDynamicsConfig::default(),
         }
     }

@@ -353,6 +353,65 @@ fn previous_frame_rows_sum_each_earlier_frame_through_its_own_table() {
     }
 }
 
+#[test]
+fn previous_frame_neighbourhood_reads_the_grid_around_each_slot() {
+    let device = Device::flex();
+    let mut cfg = tiny(DynamicsKind::MASKGIT);
+    let settings = cfg.maskgit_mut().unwrap();
+    (settings.previous_frame_input, settings.previous_frame_depth, settings.previous_frame_radius) =
+        (true, 2, 1);
+    // A grid of 3 rows × 4 columns.
+    let (rows, cols) = (3, 4);
+    let model = cfg.init_on_grid(11, 4, cols, &device).unwrap();
+    assert_eq!(model.neighbour_embeds.len(), 8);
+    let own: Vec<Vec<f32>> = model.previous_frame_tables().map(|p| floats(p.val())).collect();
+    let around: Vec<Vec<f32>> = model.neighbour_embeds.iter().map(|p| floats(p.val())).collect();
+    let (b, t, n, m) = (2, 4, rows * cols, cfg.model_dim);
+    let toks = random_tokens([b, t, n], 11, 5);
+    let got = floats(model.previous_frame_rows(&tokens(&toks, [b, t, n], &device)).unwrap());
+    let token = |bi: usize, ti: usize, y: usize, x: usize| toks[(bi * t + ti) * n + y * cols + x] as usize;
+    // Naive reference: own position in frames t − 1 and t − 2, and the 8 neighbours (row-major
+    // offsets, the centre skipped) of frame t − 1 that lie on the grid.
+    for bi in 0..b {
+        for ti in 0..t {
+            for (y, x) in (0..rows).flat_map(|y| (0..cols).map(move |x| (y, x))) {
+                for c in 0..m {
+                    let mut want = 0.0f32;
+                    for k in 1..=2usize.min(ti) {
+                        want += own[k - 1][token(bi, ti - k, y, x) * m + c];
+                    }
+                    if ti >= 1 {
+                        let offsets = (-1isize..=1).flat_map(|dy| (-1isize..=1).map(move |dx| (dy, dx)));
+                        for (table, (dy, dx)) in around.iter().zip(offsets.filter(|&o| o != (0, 0))) {
+                            let (yy, xx) = (y as isize + dy, x as isize + dx);
+                            if (0..rows as isize).contains(&yy) && (0..cols as isize).contains(&xx) {
+                                want += table[token(bi, ti - 1, yy as usize, xx as usize) * m + c];
+                            }
+                        }
+                    }
+                    let at = ((bi * t + ti) * n + y * cols + x) * m + c;
+                    assert!(
+                        (got[at] - want).abs() < 1e-5,
+                        "({bi}, {ti}, {y}, {x}, {c}): {} vs {want}",
+                        got[at]
+                    );
+                }
+            }
+        }
+    }
+    // A frame that is not a whole number of grid rows is refused by name.
+    let actions = Tensor::<3>::zeros([1, 1, 4], &device);
+    let err = model.logits(tokens(&[0; 10], [1, 2, 5], &device), actions, None).unwrap_err().to_string();
+    assert!(err.contains("tokens per frame") && err.contains("4 columns"), "{err}");
+    // A radius without the previous-frame input, or without a grid, is refused by name.
+    let mut bad = tiny(DynamicsKind::MASKGIT);
+    bad.maskgit_mut().unwrap().previous_frame_radius = 1;
+    let err = bad.init_on_grid(11, 4, cols, &device).unwrap_err().to_string();
+    assert!(err.contains("previous_frame_radius"), "{err}");
+    let err = cfg.init(11, 4, &device).unwrap_err().to_string();
+    assert!(err.contains("previous_frame_radius") && err.contains("patch grid"), "{err}");
+}
+
 /// A `[model]` section read as a run config reads it: TOML over the defaults, with overrides.
 fn resolve(toml: &str, sets: &[&str]) -> Result<DynamicsConfig, String> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -375,13 +434,14 @@ fn each_kind_reads_only_its_own_settings() {
             "mask_ratio_per_frame",
             "previous_frame_input",
             "previous_frame_depth",
+            "previous_frame_radius",
             "z_loss_weight",
             "changed_token_weight",
             "reversible",
         ];
         let own: &[&str] = match kind.name() {
             "maskgit" => &maskgit,
-            "causal" => &maskgit[4..],
+            "causal" => &maskgit[5..],
             _ => &["denoise_steps"],
         };
         for key in maskgit.into_iter().chain(["denoise_steps"]) {
@@ -395,6 +455,7 @@ fn each_kind_reads_only_its_own_settings() {
         ("causal", "mask_limit = 0.3"),
         ("causal", "previous_frame_input = true"),
         ("causal", "previous_frame_depth = 2"),
+        ("causal", "previous_frame_radius = 1"),
         ("diffusion", "mask_ratio_per_frame = true"),
         ("diffusion", "changed_token_weight = 2.0"),
         ("diffusion", "reversible = true"),

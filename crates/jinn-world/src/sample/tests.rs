@@ -49,15 +49,20 @@ fn cached_vs_uncached(kind: DynamicsKind, argmax: bool) {
 }
 
 fn cached_vs_uncached_of(model: Dynamics, argmax: bool) {
+    cached_vs_uncached_on(model, argmax, 5);
+}
+
+/// Cached and uncached rollouts of frames of `n` tokens agree.
+fn cached_vs_uncached_on(model: Dynamics, argmax: bool, n: usize) {
     let kind = model.kind();
-    let (context, actions) = inputs(2, 2, 5, 5, 1);
+    let (context, actions) = inputs(2, 2, n, 5, 1);
     let cfg = SamplerConfig { maskgit_steps: 4, argmax, seed: 3, ..Default::default() };
     let cached = sample(&model, context.clone(), actions.clone(), 5, &cfg).unwrap();
     let plain = sample(&model, context, actions, 5, &SamplerConfig { use_cache: false, ..cfg }).unwrap();
     let worst = max_abs_diff(&cached.logits, &plain.logits);
     assert!(worst < 1e-4, "{kind:?} argmax={argmax}: cached logits differ by {worst}");
     assert_eq!(cached.tokens, plain.tokens, "{kind:?} argmax={argmax}");
-    assert_eq!(cached.logits.len(), 2 * 3 * 5 * 32);
+    assert_eq!(cached.logits.len(), 2 * 3 * n * 32);
 }
 
 #[test]
@@ -82,6 +87,17 @@ fn previous_frame_input_cached_logits_equal_uncached() {
     for depth in [2, 3] {
         cfg.maskgit_mut().unwrap().previous_frame_depth = depth;
         cached_vs_uncached_of(tiny_from(cfg.clone()), true);
+    }
+    // Reading the neighbourhood of frame t − 1 on a grid of 3 × 4 slots (the cached path
+    // gathers the neighbours' ids on the host, the uncached one on the device).
+    for (radius, depth) in [(1, 1), (2, 2)] {
+        let s = cfg.maskgit_mut().unwrap();
+        (s.previous_frame_radius, s.previous_frame_depth) = (radius, depth);
+        let device = Device::flex();
+        device.seed(7);
+        let model = cfg.init_on_grid(32, 4, 4, &device).unwrap();
+        cached_vs_uncached_on(model.clone(), true, 12);
+        cached_vs_uncached_on(model, false, 12);
     }
 }
 
