@@ -183,7 +183,10 @@ fn dynamics_args(kind: &str, tokenizer: &Path, data: &Path, out: &Path) -> Vec<S
     let mut sets = vec!["model.model_dim=16", "model.ffn_dim=32", "model.num_heads=2", "data.seq_len=3"];
     if kind != "maskgit" {
         // The demo config's MaskGIT-only settings, back to their defaults.
-        sets.extend(["model.previous_frame_input=false", "model.mask_ratio_per_frame=false"]);
+        #[rustfmt::skip]
+        sets.extend([
+            "model.previous_frame_input=false", "model.previous_frame_radius=0", "model.mask_ratio_per_frame=false",
+        ]);
     }
     a.extend(world_sets(&sets));
     a.extend(schedule(3));
