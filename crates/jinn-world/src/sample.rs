@@ -313,6 +313,9 @@ struct StemmedInputs {
     table: Tensor<2>,
     /// The stemmed action slot of the current frame `[B, 1, M]`.
     action: Option<Tensor<3>>,
+    /// The current frame's previous-frame input `[B·N, M]`, for a model that takes one (the
+    /// earlier frames are final once the frame starts, so every MaskGIT step reuses it).
+    previous: Option<Tensor<2>>,
 }
 
 impl StemmedInputs {
@@ -329,7 +332,7 @@ impl StemmedInputs {
         // the sum of the two embeddings, so the table keeps the raw rows.
         let table =
             if dynamics.previous_embed.is_some() { rows } else { stem_rows(&dynamics.transformer, rows) };
-        StemmedInputs { table, action: None }
+        StemmedInputs { table, action: None, previous: None }
     }
 }
 
@@ -343,8 +346,10 @@ impl State<'_> {
         let slot = self.action_slot(f); // [b, 1, m]
         let m = slot.dims()[2];
         let stemmed = stem_rows(&self.dynamics.transformer, slot.reshape([b, m])).reshape([b, 1, m]);
+        let previous = self.previous_frame_input(f);
         if let Some(inputs) = self.stemmed.as_mut() {
             inputs.action = Some(stemmed);
+            inputs.previous = previous;
         }
     }
 
@@ -365,7 +370,7 @@ impl State<'_> {
         let m = inputs.table.dims()[1];
         let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [b * n]), &self.device);
         let rows = inputs.table.clone().select(0, ids); // [b·n, m]
-        let rows = match self.previous_frame_input(f) {
+        let rows = match inputs.previous.clone() {
             Some(previous) => stem_rows(&self.dynamics.transformer, rows + previous), // [b·n, m]
             None => rows,
         }
