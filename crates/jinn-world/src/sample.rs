@@ -398,8 +398,8 @@ impl State<'_> {
                         .collect();
                     let on_grid =
                         Tensor::<1>::from_data(TensorData::new(on_grid.repeat(b), [b * n]), &self.device);
-                    sum = sum + table.val().select(0, ids(read)) * on_grid.reshape([b * n, 1]);
-                    // [b·n, m]
+                    let around = table.val().select(0, ids(read)); // [b·n, m]
+                    sum = sum + around * on_grid.reshape([b * n, 1]);
                 }
             }
             sum = sum + table.val().select(0, ids(earlier)); // [b·n, m]
