@@ -15,13 +15,14 @@
 //! The whole model, frozen parts included, is saved in every dynamics checkpoint together with
 //! the resolved [`GenieConfig`], so [`load_genie`] rebuilds it from the dynamics run alone.
 
+use crate::code_partners::CodeGrounding;
 use crate::dynamics::{causal, changed_token_weights, maskgit, Dynamics, DynamicsConfig};
 use crate::lam::{Lam, LamConfig};
 use crate::mae::MaeTokenizer;
 use crate::tokenizer::TOKENIZER_KIND;
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
-use burn::tensor::{Device, Distribution, FloatDType, Int, Tensor};
+use burn::tensor::{Device, Distribution, FloatDType, Int, Tensor, TensorData};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{host_random, lazy_param};
 use jinn_nn::ops::token_cross_entropy;
@@ -237,7 +238,7 @@ impl Genie {
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
     ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
-        infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), videos, actions)
+        infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), None, videos, actions)
     }
 
     /// Dynamics training/evaluation forward (Jasmine's `GenieMaskGIT.__call__`): tokenise `videos` (frozen), get
@@ -249,15 +250,28 @@ impl Genie {
         actions: Option<Tensor<2, Int>>,
         mask_streams: &SampleStreams,
     ) -> std::result::Result<GenieOutput, NnError> {
-        self.forward_with(videos, actions, mask_streams, &mut |x| self.dynamics.backbone(x))
+        self.forward_grounded(videos, actions, None, mask_streams)
     }
 
-    /// [`Genie::forward`] with the dynamics backbone run by `backbone` (see
+    /// [`Genie::forward`] with the LAM's codes grounded in the recorded `actions` by
+    /// `grounding` (`model.ground_lam_codes`; see [`crate::code_partners`]).
+    pub fn forward_grounded(
+        &self,
+        videos: Tensor<5>,
+        actions: Option<Tensor<2, Int>>,
+        grounding: Option<&CodeGrounding>,
+        mask_streams: &SampleStreams,
+    ) -> std::result::Result<GenieOutput, NnError> {
+        self.forward_with(videos, actions, grounding, mask_streams, &mut |x| self.dynamics.backbone(x))
+    }
+
+    /// [`Genie::forward_grounded`] with the dynamics backbone run by `backbone` (see
     /// [`Dynamics::logits_with`]).
     pub fn forward_with(
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
+        grounding: Option<&CodeGrounding>,
         mask_streams: &SampleStreams,
         backbone: &mut dyn FnMut(Tensor<4>) -> Tensor<4>,
     ) -> std::result::Result<GenieOutput, NnError> {
@@ -266,7 +280,8 @@ impl Genie {
         let device = tokens.device();
         // The dynamics compute in their parameters' dtype (bf16 under `compute_model`); the
         // loss is taken in f32.
-        let (latent, lam_indices) = self.latent_actions(videos, actions)?; // [b, t−1, la]
+        let (latent, lam_indices) =
+            infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), grounding, videos, actions)?; // [b, t−1, la]
         let latent = latent.cast(self.dynamics.token_embed.val().dtype()); // [b, t−1, la]
         let (logits, loss_positions, weight) = if self.dynamics.causal {
             let logits = self.dynamics.logits_with(tokens.clone(), latent, None, backbone)?;
@@ -329,23 +344,35 @@ impl Genie {
 }
 
 /// Latent actions `[B, T−1, La]` for `videos` `[B, T, H, W, C]` from a LAM (its code vectors,
-/// or their rows of `embed` when given, with the code indices) or, from recorded `actions`
-/// `[B, T]`, an embedding table (see [`Genie::latent_actions`]).
+/// or their rows of `embed` when given, with the code indices; with `grounding` and recorded
+/// `actions`, the codes grounded in them) or, from recorded `actions` `[B, T]`, an embedding
+/// table (see [`Genie::latent_actions`]).
 pub(crate) fn infer_actions(
     lam: Option<&Lam>,
     embed: Option<&Param<Tensor<2>>>,
+    grounding: Option<&CodeGrounding>,
     videos: Tensor<5>,
     actions: Option<Tensor<2, Int>>,
 ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
     let [b, t, ..] = videos.dims();
     if let Some(lam) = lam {
         let (out, _, [b, tm1]) = lam.vq_encode(videos, None)?;
-        let latent = match embed {
-            Some(table) => table.val().select(0, out.indices.clone()), // [b·(t−1), la]
-            None => out.z_q,                                           // [b·(t−1), l]
+        let (latent, indices) = match (grounding, actions) {
+            (Some(grounding), Some(actions)) => {
+                let indices = ground_codes(grounding, out.indices, actions, [b, tm1 + 1])?; // [b·(t−1)]
+                let table = embed.map(|e| e.val()).unwrap_or_else(|| lam.vq.codebook.val());
+                (table.select(0, indices.clone()), indices) // [b·(t−1), la]
+            }
+            _ => {
+                let latent = match embed {
+                    Some(table) => table.val().select(0, out.indices.clone()), // [b·(t−1), la]
+                    None => out.z_q,                                           // [b·(t−1), l]
+                };
+                (latent, out.indices)
+            }
         };
         let la = latent.dims()[1];
-        return Ok((latent.reshape([b, tm1, la]), Some(out.indices)));
+        return Ok((latent.reshape([b, tm1, la]), Some(indices)));
     }
     let table = embed.expect("a world model has a LAM or action embeddings").val();
     let [k, la] = table.dims();
@@ -370,6 +397,38 @@ pub(crate) fn infer_actions(
     }
     let taken = actions.slice([0..b, 0..t - 1]).reshape([b * (t - 1)]); // [b·(t−1)]
     Ok((table.select(0, taken).reshape([b, t - 1, la]), None))
+}
+
+/// The LAM's code `indices` `[B·(T−1)]` of clips `[b, t]` grounded in the recorded `actions`
+/// `[B, T]` (the action at frame `i` causes transition `i → i + 1`).
+fn ground_codes(
+    grounding: &CodeGrounding,
+    indices: Tensor<1, Int>,
+    actions: Tensor<2, Int>,
+    [b, t]: [usize; 2],
+) -> std::result::Result<Tensor<1, Int>, NnError> {
+    if actions.dims() != [b, t] {
+        return Err(NnError::Shape {
+            what: "actions [B, T]",
+            expected: format!("[{b}, {t}]"),
+            got: format!("{:?}", actions.dims()),
+        });
+    }
+    let device = indices.device();
+    let codes: Vec<i64> = indices.try_into_vec_as::<i64>().expect("integer tensor data");
+    let recorded: Vec<i64> = actions.try_into_vec_as::<i64>().expect("integer tensor data");
+    let grounded: Vec<i64> = codes
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let action = recorded[(i / (t - 1)) * t + i % (t - 1)];
+            match usize::try_from(action) {
+                Ok(a) => grounding.ground(c as usize, a) as i64,
+                Err(_) => c,
+            }
+        })
+        .collect();
+    Ok(Tensor::from_data(TensorData::new(grounded, [codes.len()]), &device))
 }
 
 /// The table action ids index `[K, La]`: the LAM's code embeddings or codebook, or the

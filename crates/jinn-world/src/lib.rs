@@ -6,6 +6,7 @@
 //! data config and batches every task shares ([`data`]).
 #![warn(missing_docs)]
 
+pub mod code_partners;
 pub mod data;
 pub mod diffusion;
 pub mod dynamics;

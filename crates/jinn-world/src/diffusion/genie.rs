@@ -69,7 +69,7 @@ impl DiffusionGenie {
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
     ) -> std::result::Result<(Tensor<3>, Option<Tensor<1, Int>>), NnError> {
-        infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), videos, actions)
+        infer_actions(self.lam.as_ref(), self.action_embed.as_ref(), None, videos, actions)
     }
 
     /// The table action ids index `[K, La]` (LAM codebook or recorded-action embeddings).

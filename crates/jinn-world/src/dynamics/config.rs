@@ -51,11 +51,25 @@ pub struct TokenDynamicsConfig {
     /// G = FFN) instead of the axial blocks, trained with memory-free backprop
     /// ([`crate::genie::reversible`]).
     pub reversible: bool,
+    /// With a trained LAM and data that record actions: a transition whose recorded action is
+    /// led by a LAM code ([`crate::code_partners`]) but whose own LAM code does not stand for
+    /// that action trains with the leading code (not in Jasmine, which trains on the LAM's codes
+    /// alone). A LAM gives an action that changes nothing — left, against the left wall — the
+    /// code of doing nothing, so ungrounded dynamics never learn what the "left" code does at a
+    /// wall, and a player holding it there makes the paddle slide into the wall and vanish.
+    /// A co-trained LAM is refused (its codes change as it trains); a model trained on the
+    /// recorded actions (`--actions gt`) has no codes to ground and ignores it.
+    pub ground_lam_codes: bool,
 }
 
 impl Default for TokenDynamicsConfig {
     fn default() -> Self {
-        TokenDynamicsConfig { z_loss_weight: 0.0, changed_token_weight: 1.0, reversible: false }
+        TokenDynamicsConfig {
+            z_loss_weight: 0.0,
+            changed_token_weight: 1.0,
+            reversible: false,
+            ground_lam_codes: false,
+        }
     }
 }
 

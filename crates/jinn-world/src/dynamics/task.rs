@@ -13,13 +13,15 @@
 //! Validation adds `psnr, ssim` of the argmax-decoded frames against the clip (left out of
 //! training steps: the tokenizer decode would cost about as much as the step).
 
+use crate::code_partners::{lam_code_counts, CodeGrounding};
 use crate::data::DataConfig;
 use crate::data::{
     actions, add_counts, model_err, next_batch, psnr_ssim, to_u8, val_streams, videos, write_step_gif,
     TaskData,
 };
-use crate::genie::{Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
+use crate::genie::{ActionConfig, Genie, GenieConfig, GenieOutput, DYNAMICS_KIND};
 use burn::module::Module;
+use jinn_data::dataset::Dataset;
 use jinn_data::gif_writer::Panel;
 use jinn_data::loader::Batch;
 use jinn_data::rng::SampleStreams;
@@ -30,7 +32,7 @@ use jinn_train::checkpoint::{Checkpoint, TrainState};
 use jinn_train::config::TrainConfig;
 use jinn_train::precision::Precision;
 use jinn_train::train_loop::{Metrics, MicroBatch, MicroContext, Objective, TrainTask};
-use jinn_train::Result;
+use jinn_train::{Result, TrainError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -72,6 +74,8 @@ pub struct DynamicsTask {
     data: TaskData,
     /// Memory-free backprop for a reversible dynamics model (`model.reversible`).
     engine: Engine,
+    /// The LAM's codes grounded in the recorded actions (`model.ground_lam_codes`).
+    grounding: Option<CodeGrounding>,
 }
 
 impl DynamicsTask {
@@ -83,18 +87,25 @@ impl DynamicsTask {
         let want: FrameShape = t.coder().frames();
         let data = TaskData::open(data_dir, &cfg.train, &cfg.data, want)?;
         cfg.model.actions.check_data(data.train_split())?;
+        let grounding = match cfg.model.dynamics.tokens().is_some_and(|t| t.ground_lam_codes) {
+            true => ground_lam_codes(cfg, &model, data.train_split())?,
+            false => None,
+        };
         Ok(DynamicsTask {
             model,
             cfg: cfg.clone(),
             data,
             engine: Engine::new(Mode::Reconstruct, MonitorConfig::default()),
+            grounding,
         })
     }
 
     fn forward(&self, model: &Genie, batch: &Batch, streams: &SampleStreams) -> Result<GenieOutput> {
         let device = model.dynamics.token_embed.val().device();
         let acts = actions(batch, &device)?;
-        model.forward(videos(batch, &device), acts, streams).map_err(model_err)
+        model
+            .forward_grounded(videos(batch, &device), acts, self.grounding.as_ref(), streams)
+            .map_err(model_err)
     }
 
     /// Add `out`'s metrics to `sums`; `token_metrics: false` skips the host copy of the logits
@@ -125,6 +136,43 @@ impl DynamicsTask {
         sums.count += 1;
         Ok(())
     }
+}
+
+/// The grounding of `model`'s frozen LAM codes in the actions `train` records
+/// (`model.ground_lam_codes`), read off the same clips the play page names its buttons from;
+/// `None` for a model trained on the recorded actions themselves (`--actions gt`), which has
+/// nothing to ground.
+fn ground_lam_codes(cfg: &GenieRunConfig, model: &Genie, train: &Dataset) -> Result<Option<CodeGrounding>> {
+    const FIELD: &str = "model.ground_lam_codes";
+    match cfg.model.actions {
+        ActionConfig::Gt { .. } => return Ok(None),
+        ActionConfig::Lam { co_train: true, .. } => return Err(TrainError::config(
+            FIELD,
+            "grounds the codes of a trained LAM (--lam RUN); a co-trained LAM's codes change as it trains",
+        )),
+        ActionConfig::Lam { co_train: false, .. } => {}
+    }
+    let device = model.dynamics.token_embed.val().device();
+    let lam = model.lam.as_ref().expect("a trained LAM is loaded");
+    let counts = lam_code_counts(model, train.root(), train.frame_shape(), cfg.data.seq_len, &device)?
+        .ok_or_else(|| {
+            TrainError::config(
+                FIELD,
+                format!(
+                    "the data at {} record no single action per frame to ground the LAM's codes in",
+                    train.root().display()
+                ),
+            )
+        })?;
+    let num_actions = counts.iter().map(Vec::len).max().unwrap_or(0);
+    let num_actions = train.metadata().and_then(|m| m.num_actions).unwrap_or(0).max(num_actions);
+    let grounding = CodeGrounding::from_counts(&counts, lam.num_codes(), num_actions);
+    let names = train
+        .metadata()
+        .and_then(|m| jinn_data::metadata::action_names(&m.env, m.num_actions))
+        .unwrap_or_default();
+    eprintln!("LAM codes grounded in the recorded actions: {}", grounding.describe(&names));
+    Ok(Some(grounding))
 }
 
 /// Running sums of per-forward metrics.
@@ -226,6 +274,7 @@ impl TrainTask for DynamicsTask {
                 .forward_backward_reversible(
                     videos(&batch, &device),
                     acts,
+                    self.grounding.as_ref(),
                     &streams,
                     &|out| out.loss_weight, // ∇(loss · Σw): the loop takes the global mean
                     &mut self.engine,

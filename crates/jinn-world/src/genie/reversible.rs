@@ -21,6 +21,7 @@ use jinn_nn::reversible::{accumulate, backprop_into, Engine, EngineError, Tape};
 use jinn_nn::NnError;
 
 use super::{Genie, GenieOutput};
+use crate::code_partners::CodeGrounding;
 
 /// The stack's forward record: its (autodiff) input, the tape, its output leaf.
 struct StackRun {
@@ -30,7 +31,8 @@ struct StackRun {
 }
 
 impl Genie {
-    /// One training forward and backward with the dynamics backbone run by `engine` (memory-free
+    /// One training forward and backward (the LAM's codes grounded by `grounding`, see
+    /// [`Genie::forward_grounded`]) with the dynamics backbone run by `engine` (memory-free
     /// in [`jinn_nn::reversible::Mode::Reconstruct`]): the outputs (for the metrics) and the
     /// gradients of `loss · scale(outputs)` w.r.t. every trainable parameter (on an autodiff
     /// device). They equal `GradientsParams::from_grads((out.loss · scale(out)).backward(), self)`
@@ -39,6 +41,7 @@ impl Genie {
         &self,
         videos: Tensor<5>,
         actions: Option<Tensor<2, Int>>,
+        grounding: Option<&CodeGrounding>,
         mask_streams: &SampleStreams,
         scale: &dyn Fn(&GenieOutput) -> f64,
         engine: &mut Engine,
@@ -64,7 +67,7 @@ impl Genie {
                 }
             }
         };
-        let out = self.forward_with(videos, actions, mask_streams, &mut backbone)?;
+        let out = self.forward_with(videos, actions, grounding, mask_streams, &mut backbone)?;
         if let Some(e) = failure {
             return Err(engine_err(e));
         }

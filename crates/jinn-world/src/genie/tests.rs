@@ -222,6 +222,66 @@ fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
     assert!(err.contains("model.lam_code_embedding") && err.contains("--lam"), "{err}");
 }
 
+/// Grounded codes: a transition whose recorded action has a leading code trains with it
+/// unless its own code stands for that action; the rows come from the code table, or from the
+/// LAM's codebook without one.
+#[test]
+fn grounded_actions_take_the_leading_code_of_their_recorded_action() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, lam_run) = component_runs(root.path());
+    let device = Device::flex();
+    let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
+    // Action 0 is led by code 3, action 1 by code 1 (which stands for it), action 2 by none.
+    let grounding = CodeGrounding {
+        code_for_action: vec![Some(3), Some(1), None],
+        action_of_code: vec![None, Some(1), None, Some(0)],
+    };
+    let recorded = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 2, 0, 1, 0, 2], [2, 3]), &device);
+    for embedding in [true, false] {
+        let dynamics =
+            DynamicsConfig { lam_code_embedding: embedding, ..tiny_dynamics(DynamicsKind::MASKGIT) };
+        let (genie, _) = assemble_genie(&tok, ActionSource::LamRun(&lam_run), &dynamics, &device).unwrap();
+        let (_, own) = genie.latent_actions(x.clone(), None).unwrap();
+        let own: Vec<i64> = own.unwrap().try_into_vec_as::<i64>().unwrap(); // [b·(t−1)]
+        let (latent, ids) = infer_actions(
+            genie.lam.as_ref(),
+            genie.action_embed.as_ref(),
+            Some(&grounding),
+            x.clone(),
+            Some(recorded.clone()),
+        )
+        .unwrap();
+        let ids: Vec<i64> = ids.unwrap().try_into_vec_as::<i64>().unwrap();
+        // Transitions (clip, frame): (0, 0) action 0 → 3; (0, 1) action 2 → own;
+        // (1, 0) action 1 → 1; (1, 1) action 0 → 3.
+        assert_eq!(ids, [3, own[1], 1, 3], "embedding {embedding}");
+        let table = match &genie.action_embed {
+            Some(t) => t.val(),
+            None => genie.lam.as_ref().unwrap().vq.codebook.val(),
+        };
+        let l = table.dims()[1];
+        let rows: Vec<f32> = table.try_into_vec_as::<f32>().unwrap();
+        let want: Vec<f32> =
+            ids.iter().flat_map(|&i| rows[i as usize * l..(i as usize + 1) * l].to_vec()).collect();
+        assert_eq!(latent.try_into_vec_as::<f32>().unwrap(), want, "embedding {embedding}");
+        // The training forward reports the grounded codes; without recorded actions nothing
+        // is grounded.
+        let out = genie
+            .forward_grounded(
+                x.clone(),
+                Some(recorded.clone()),
+                Some(&grounding),
+                &SampleStreams::new(0, "t", 0, 2),
+            )
+            .unwrap();
+        assert_eq!(out.lam_indices.unwrap().try_into_vec_as::<i64>().unwrap(), ids);
+        let out = genie
+            .forward_grounded(x.clone(), None, Some(&grounding), &SampleStreams::new(0, "t", 0, 2))
+            .unwrap();
+        assert_eq!(out.lam_indices.unwrap().try_into_vec_as::<i64>().unwrap(), own);
+    }
+}
+
 fn bits_of(t: Tensor<2>) -> Vec<u32> {
     t.try_into_vec_as::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
 }

@@ -157,6 +157,9 @@ pub struct PlayMetrics {
     /// Trials with room that moved the required distance the right way, over trials with
     /// room (left and right counted separately).
     pub steering_pass: f64,
+    /// Holds (left and right of every trial, room or not) after which no paddle is seen: a
+    /// world that does not know what a key does against a wall slides the paddle into it.
+    pub paddle_lost: usize,
     /// Share of played frames showing a ball (from frames with the ball in flight).
     pub ball_present: f64,
     /// Frames played for `ball_present` (starts × `--play-steps`).
@@ -404,6 +407,10 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         right,
         required_px,
         steering_pass: share(passed, tried),
+        paddle_lost: steering
+            .iter()
+            .map(|t| usize::from(t.left_dx.is_none()) + usize::from(t.right_dx.is_none()))
+            .sum(),
         steering,
         ball_present: share(with_ball, played),
         played_frames: played,
@@ -474,6 +481,7 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
         m.required_px,
         100.0 * m.steering_pass
     );
+    println!("  paddle gone (\"none\") after {} of {} holds", m.paddle_lost, 2 * m.steering.len());
     println!(
         "ball in play: present in {:.0}% of {} played frames ({} steps of {} from each start; real continuations: {:.0}%)",
         100.0 * m.ball_present,

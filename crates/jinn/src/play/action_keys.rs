@@ -1,15 +1,13 @@
 //! The play page's buttons: a label and a key for each action of a world model.
 //!
 //! Recorded actions keep their names and take the key their name suggests (left on ArrowLeft,
-//! fire on Space, …). A latent action code is named after the recorded action it co-occurs
-//! with most in the training data, when at least [`CLEAR_SHARE`] of its transitions carry that
-//! action; where several codes share a partner, the one with the larger share takes the name's
-//! key. Every other code keeps a neutral label and gets a digit key from the page.
+//! fire on Space, …). A latent action code that clearly stands for a recorded action
+//! ([`jinn_world::code_partners`]) is named after it; the code that leads the action takes its
+//! key, the others are labelled with their number too. Every other code keeps a neutral label
+//! and gets a digit key from the page.
 
 use jinn_serve::ActionInfo;
-
-/// A code is "clearly" an action when at least this share of its transitions carry it.
-pub const CLEAR_SHARE: f64 = 0.6;
+use jinn_world::code_partners::{code_partners, leading_codes};
 
 /// The key an action of this name suggests (`KeyboardEvent.key`), if any: arrows for
 /// directions, Space for fire/jump. Names are compared case-insensitively, and compound names
@@ -39,49 +37,11 @@ pub fn recorded_buttons(names: &[String]) -> Vec<ActionInfo> {
         .collect()
 }
 
-/// The recorded action a latent code stands for, from its row of co-occurrence counts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CodePartner {
-    /// Most frequent recorded action of the code's transitions.
-    pub action: usize,
-    /// Its share of the code's transitions.
-    pub share: f64,
-    /// Transitions the code was seen in.
-    pub transitions: usize,
-}
-
-/// The partner of each of `codes` latent codes: `counts[c][a]` is how often code `c` met
-/// recorded action `a` (rows or columns may be missing: never seen). `None` for codes never
-/// seen.
-pub fn code_partners(counts: &[Vec<usize>], codes: usize) -> Vec<Option<CodePartner>> {
-    (0..codes)
-        .map(|c| {
-            let row = counts.get(c)?;
-            let transitions: usize = row.iter().sum();
-            let (action, &n) = row.iter().enumerate().max_by_key(|&(a, &n)| (n, std::cmp::Reverse(a)))?;
-            (transitions > 0).then(|| CodePartner {
-                action,
-                share: n as f64 / transitions as f64,
-                transitions,
-            })
-        })
-        .collect()
-}
-
 /// Buttons for `codes` latent codes given their co-occurrence `counts` with recorded actions
 /// named `names` (see the module docs). Without counts every code is `latent i`.
 pub fn latent_buttons(counts: Option<&[Vec<usize>]>, codes: usize, names: &[String]) -> Vec<ActionInfo> {
     let partners = counts.map(|c| code_partners(c, codes)).unwrap_or_else(|| vec![None; codes]);
-    fn clear(p: &Option<CodePartner>) -> Option<&CodePartner> {
-        p.as_ref().filter(|p| p.share >= CLEAR_SHARE)
-    }
-    // For each clear code: does it have the largest share among the clear codes of its action
-    // (ties go to the lower code)?
-    let leads = |c: usize, p: &CodePartner| {
-        partners.iter().enumerate().filter_map(|(o, q)| clear(q).map(|q| (o, q))).all(|(o, q)| {
-            q.action != p.action || o == c || q.share < p.share || (q.share == p.share && c < o)
-        })
-    };
+    let leads = leading_codes(&partners);
     let name = |a: usize| names.get(a).cloned().unwrap_or_else(|| format!("action {a}"));
     partners
         .iter()
@@ -95,8 +55,8 @@ pub fn latent_buttons(counts: Option<&[Vec<usize>]>, codes: usize, names: &[Stri
                     name(p.action)
                 )
             });
-            let (label, key) = match clear(p) {
-                Some(p) if leads(c, p) => (name(p.action), key_for(&name(p.action)).map(str::to_string)),
+            let (label, key) = match p.as_ref().filter(|p| p.is_clear()) {
+                Some(p) if leads[c] => (name(p.action), key_for(&name(p.action)).map(str::to_string)),
                 Some(p) => (format!("{} ({c})", name(p.action)), None),
                 None => (format!("latent {c}"), None),
             };

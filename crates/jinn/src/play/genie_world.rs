@@ -7,14 +7,13 @@ use super::action_keys::{latent_buttons, recorded_buttons};
 use anyhow::Context;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use jinn_data::dataset::Dataset;
-use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::FrameShape;
 use jinn_nn::ops::on_cpu;
 use jinn_serve::{ActionInfo, Frame, ModelError, ModelInfo, SplitInfo, StartSource, WorldModel, WorldState};
-use jinn_world::nmi::{code_action_counts, pair_transitions};
+use jinn_world::code_partners::{code_partners, lam_code_counts};
 use jinn_world::{frames_to_u8, frames_to_unit, load_genie, sample, Genie, SamplerConfig};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Frames a play step shows the dynamics unless told otherwise: each step re-runs the window's
 /// context and decodes it, so latency grows with it.
@@ -107,7 +106,7 @@ impl GenieWorld {
         let grid = genie.tokenizer.grid();
         let frame = FrameShape { height: grid.height, width: grid.width, channels: grid.channels };
         let action_table = genie.action_table();
-        let actions = action_buttons(&genie, data, frame, trained.min(NAMING_CLIP_FRAMES), &device)?;
+        let actions = action_buttons(&genie, data, frame, trained, &device)?;
         let splits = match data {
             Some(d) => list_splits(d, frame)?,
             None => Vec::new(),
@@ -295,18 +294,13 @@ fn failed(e: impl std::fmt::Display) -> ModelError {
     ModelError::Failed(e.to_string())
 }
 
-/// Clips of this many frames (at most the training length) name the latent codes.
-const NAMING_CLIP_FRAMES: usize = 16;
-/// Clips whose transitions name the latent codes (480 transitions at 16 frames).
-const NAMING_CLIPS: usize = 32;
-
 /// The page's buttons (see [`super::action_keys`]): latent codes named by the recorded action
 /// they co-occur with in `data` (when it records actions), or the recorded actions by name.
 fn action_buttons(
     genie: &Genie,
     data: Option<&Path>,
     frame: FrameShape,
-    clip_frames: usize,
+    trained: usize,
     device: &Device,
 ) -> anyhow::Result<Vec<ActionInfo>> {
     let k = genie.action_table().dims()[0];
@@ -316,24 +310,33 @@ fn action_buttons(
         return Ok(recorded_buttons(&names));
     }
     let counts = match data {
-        Some(d) => lam_code_counts(genie, d, frame, clip_frames.max(2), device)?,
+        Some(d) => data_code_counts(genie, d, frame, trained, device)?,
         None => None,
     };
     if let Some(counts) = &counts {
         let buttons = latent_buttons(Some(counts), k, &names);
-        let named: Vec<String> = buttons.iter().map(|b| format!("{} = {}", b.id, b.label)).collect();
+        // The share and count behind each name, so a user can judge it.
+        let partners = code_partners(counts, k);
+        let named: Vec<String> = buttons
+            .iter()
+            .zip(&partners)
+            .map(|(b, p)| match p {
+                Some(p) => format!("{} = {}: {:.0}% of {}", b.id, b.label, 100.0 * p.share, p.transitions),
+                None => format!("{} = {}: unseen", b.id, b.label),
+            })
+            .collect();
         eprintln!("latent actions, named by the recorded actions they co-occur with: {}", named.join(", "));
     }
     Ok(latent_buttons(counts.as_deref(), k, &names))
 }
 
-/// How often each LAM code met each recorded action over [`NAMING_CLIPS`] clips of the first
-/// split of `data` (train, val, test); `None` when the data records no single action per frame.
-fn lam_code_counts(
+/// How often each LAM code met each recorded action in the first split of `data` (train,
+/// val, test; see [`lam_code_counts`]); `None` when the data record no single action per frame.
+fn data_code_counts(
     genie: &Genie,
     data: &Path,
     frame: FrameShape,
-    clip_frames: usize,
+    trained: usize,
     device: &Device,
 ) -> anyhow::Result<Option<Vec<Vec<usize>>>> {
     let Some(split) = ["train", "val", "test"]
@@ -343,30 +346,9 @@ fn lam_code_counts(
     else {
         return Ok(None);
     };
-    let dataset = Dataset::open_for_model(&split, clip_frames, frame)
-        .with_context(|| format!("--data {}: opening {}", data.display(), split.display()))?;
-    if dataset.records().is_empty() {
-        return Ok(None);
-    }
-    let batch_size = 4;
-    let cfg = LoaderConfig { batch_size, seq_len: clip_frames, seed: 0, threads: 0, ..Default::default() };
-    let mut loader = Loader::new(Arc::new(dataset), cfg)?;
-    let (mut codes, mut actions) = (Vec::new(), Vec::new());
-    for _ in 0..NAMING_CLIPS / batch_size {
-        let batch = loader.next().with_context(|| format!("{}: no clip", split.display()))??;
-        let Some(recorded) = batch.actions.as_ref().filter(|_| batch.action_dims == 1) else {
-            return Ok(None);
-        };
-        let (b, s) = (batch.batch_size, batch.seq_len);
-        let videos = frames_to_unit(&batch.videos, [b, s, frame.height, frame.width, frame.channels], device);
-        let (_, ids) = genie.latent_actions(videos, None)?;
-        let ids: Vec<i64> = match ids {
-            Some(ids) => ids.try_into_vec_as::<i64>().map_err(|e| anyhow::anyhow!("{e:?}"))?, // [b·(s−1)]
-            None => return Ok(None),
-        };
-        pair_transitions(&ids, recorded, b, s, &mut codes, &mut actions);
-    }
-    Ok(Some(code_action_counts(&codes, &actions)))
+    lam_code_counts(genie, &split, frame, trained, device).with_context(|| {
+        format!("--data {}: pairing the LAM's codes with the actions of {}", data.display(), split.display())
+    })
 }
 
 /// Names of the recorded actions of `data`: the built-in game's or CoinRun's when the

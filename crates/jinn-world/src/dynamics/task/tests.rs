@@ -170,3 +170,41 @@ fn reversible_dynamics_refuse_bf16_by_name() {
     let err = jinn_train::train_loop::ensure_precision(&task, Precision::Bf16).unwrap_err().to_string();
     assert!(err.contains("train.precision") && err.contains("f32 only"), "{err}");
 }
+
+/// `model.ground_lam_codes`: the task pairs the trained LAM's codes with the recorded actions
+/// and trains on the grounded codes; a co-trained LAM is an error naming the field, recorded
+/// actions have nothing to ground.
+#[test]
+fn grounded_training_reads_the_codes_the_play_page_names_and_needs_a_trained_lam() {
+    let (root, data, tok, lam) = runs();
+    let device = Device::flex().autodiff();
+    let mut dynamics = DynamicsConfig { lam_code_embedding: true, ..tiny_dynamics(DynamicsKind::MASKGIT) };
+    dynamics.tokens_mut().unwrap().ground_lam_codes = true;
+    let (genie, genie_cfg) = assemble_genie(&tok, ActionSource::LamRun(&lam), &dynamics, &device).unwrap();
+    let mut cfg = run_cfg(genie_cfg);
+    cfg.train.steps = 2;
+    let mut task = DynamicsTask::new(&cfg, &data, genie.clone()).unwrap();
+    let counts = crate::code_partners::lam_code_counts(
+        &genie,
+        &data.join("train"),
+        jinn_data::FrameShape::rgb(16, 16),
+        cfg.data.seq_len,
+        &device,
+    )
+    .unwrap()
+    .expect("the tiny dataset records actions");
+    let grounding = task.grounding.clone().expect("grounded");
+    assert_eq!(grounding.action_of_code.len(), 4);
+    assert_eq!(grounding, CodeGrounding::from_counts(&counts, 4, grounding.code_for_action.len()));
+    run(&mut task, &cfg.train, &opts(&root.path().join("run"), false, None, &cfg)).unwrap();
+
+    let source = ActionSource::CoTrain(crate::lam::tests::tiny());
+    let mut co_trained = tiny_dynamics(DynamicsKind::MASKGIT);
+    co_trained.tokens_mut().unwrap().ground_lam_codes = true;
+    let (genie, genie_cfg) = assemble_genie(&tok, source, &co_trained, &device).unwrap();
+    let err = DynamicsTask::new(&run_cfg(genie_cfg), &data, genie).err().unwrap().to_string();
+    assert!(err.contains("model.ground_lam_codes") && err.contains("--lam"), "{err}");
+    let source = ActionSource::GroundTruth { num_actions: 4 };
+    let (genie, genie_cfg) = assemble_genie(&tok, source, &co_trained, &device).unwrap();
+    assert!(DynamicsTask::new(&run_cfg(genie_cfg), &data, genie).unwrap().grounding.is_none());
+}

@@ -46,6 +46,7 @@ fn memory_free_gradients_equal_standard_autodiff() {
             .forward_backward_reversible(
                 clip(&device),
                 None,
+                None,
                 &SampleStreams::new(1, "mask", 0, 2),
                 &|_| 1.0 / divisor,
                 &mut memory_free(),
@@ -75,6 +76,7 @@ fn reversible_dynamics_trains_with_memory_free_backprop() {
             .forward_backward_reversible(
                 clip(&device),
                 None,
+                None,
                 &SampleStreams::new(2, "mask", 0, 2),
                 &|_| 1.0,
                 &mut engine,
@@ -103,6 +105,7 @@ fn standard_model_is_a_clear_error() {
     let err = genie
         .forward_backward_reversible(
             clip(&device),
+            None,
             None,
             &SampleStreams::new(0, "m", 0, 2),
             &|_| 1.0,
