@@ -164,6 +164,19 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
     // Holds that lost the paddle are the trials' missing positions.
     let missing = m["steering"].as_array().unwrap().iter().flat_map(|t| [&t["left_dx"], &t["right_dx"]]);
     assert_eq!(m["paddle_lost"].as_u64(), Some(missing.filter(|d| d.is_null()).count() as u64), "{m}");
+    // Every failed trial, and only those, is a GIF in OUT/steering.
+    let required = m["required_px"].as_f64().unwrap();
+    let failed = m["steering"].as_array().unwrap().iter().filter(|t| {
+        let moved = |dx: &serde_json::Value, room: &serde_json::Value, sign: f64| {
+            !room.as_bool().unwrap() || dx.as_f64().is_some_and(|d| sign * d >= required)
+        };
+        !(moved(&t["left_dx"], &t["room"][0], -1.0)
+            && moved(&t["right_dx"], &t["room"][1], 1.0)
+            && !t["left_dx"].is_null()
+            && !t["right_dx"].is_null())
+    });
+    let gifs = std::fs::read_dir(out.join("steering")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(gifs, failed.count(), "{m}");
     for key in [
         "ball_present",
         "ball_present_real",

@@ -19,6 +19,7 @@ use crate::play::{parse_temperature, GenieWorld, PLAY_MASKGIT_STEPS, PLAY_TEMPER
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
+use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::objects::{
     ball_at_rest_height, ball_events, ball_moves_as_in_the_game, breakout_paddle_range, breakout_paddle_step,
     detect_breakout, first_vanishing, off_palette_share, BreakoutObjects, Game, VanishPlace, BALL_EVENTS,
@@ -30,7 +31,7 @@ use jinn_serve::png::{decode_png, from_base64};
 use jinn_serve::{Frame, Limits, ServeConfig, Server, WorldModel};
 use rand::Rng;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Arguments of `jinn eval play`.
@@ -80,7 +81,8 @@ pub struct EvalPlayArgs {
     /// Seed of the start points, the random keys and the sampling.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Output directory (gets metrics.json).
+    /// Output directory: metrics.json, and in steering/ a GIF of each failed steering trial
+    /// (the left hold beside the right one; the folder is emptied first).
     #[arg(long, default_value = "eval-play")]
     pub out: PathBuf,
     /// Compute device.
@@ -114,6 +116,41 @@ pub struct SteeringTrial {
     /// Whether the paddle had room to move the required distance left / right, plus one
     /// step (the wall stops it).
     pub room: [bool; 2],
+}
+
+impl SteeringTrial {
+    /// The holds (left, right) whose direction had room, each with its displacement and sign.
+    fn with_room(&self) -> impl Iterator<Item = (Option<f64>, f64)> + '_ {
+        [(self.room[0], self.left_dx, -1.0), (self.room[1], self.right_dx, 1.0)]
+            .into_iter()
+            .filter(|&(room, ..)| room)
+            .map(|(_, dx, sign)| (dx, sign))
+    }
+
+    /// Holds with room.
+    fn tried(&self) -> usize {
+        self.with_room().count()
+    }
+
+    /// Holds with room that moved the paddle `required_px` the held way.
+    fn passes(&self, required_px: f64) -> usize {
+        self.with_room().filter(|&(dx, sign)| dx.is_some_and(|d| sign * d >= required_px)).count()
+    }
+
+    /// Every hold with room passed, and neither hold lost the paddle.
+    fn passed(&self, required_px: f64) -> bool {
+        self.passes(required_px) == self.tried() && self.left_dx.is_some() && self.right_dx.is_some()
+    }
+}
+
+/// A failed steering trial as `path`: the left hold beside the right one, from the start frame.
+fn write_hold_gif(path: &Path, [left, right]: [&[u8]; 2], shape: FrameShape) -> anyhow::Result<()> {
+    let panels = [Panel { label: "left held", frames: left }, Panel { label: "right held", frames: right }];
+    let options = GifOptions { fps: 4.0, ..GifOptions::default() };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    write_panels_gif(path, &panels, shape, &options).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Starts of the ball measurement whose ball vanished at the same place.
@@ -252,7 +289,11 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
     let [lo, hi] = breakout_paddle_range(shape);
     let room_px = required_px + breakout_paddle_step(shape);
 
-    // Steering: the same start, left then right.
+    // Steering: the same start, left then right; failed trials as GIFs in OUT/steering.
+    let fails = a.out.join("steering");
+    if fails.exists() {
+        std::fs::remove_dir_all(&fails).with_context(|| format!("emptying {}", fails.display()))?;
+    }
     let mut steering = Vec::new();
     for i in 0..a.starts {
         let episode = i % dataset.records().len();
@@ -261,38 +302,38 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
             continue;
         }
         let first = rng.random_range(0..=len - context);
-        let hold = |action: u32| -> anyhow::Result<(Option<f64>, Option<f64>)> {
+        // The paddle before and after holding `action`, and the frames shown `[hold + 1, h, w, c]`.
+        let hold = |action: u32| -> anyhow::Result<(Option<f64>, Option<f64>, Vec<u8>)> {
             let (id, start) = client.create(episode, first)?;
             let x0 = detect_breakout(&start.pixels, shape)?.paddle_x;
-            let mut last = start;
+            let mut frames = start.pixels;
+            let mut last = Vec::new();
             for _ in 0..a.hold {
-                last = client.step(&id, action)?;
+                last = client.step(&id, action)?.pixels;
+                frames.extend_from_slice(&last);
             }
             client.delete(&id);
-            Ok((x0, detect_breakout(&last.pixels, shape)?.paddle_x))
+            Ok((x0, detect_breakout(&last, shape)?.paddle_x, frames))
         };
-        let (x0, left_end) = hold(left.0)?;
-        let (_, right_end) = hold(right.0)?;
+        let (x0, left_end, left_frames) = hold(left.0)?;
+        let (_, right_end, right_frames) = hold(right.0)?;
         let Some(x0) = x0 else { continue };
-        steering.push(SteeringTrial {
+        let trial = SteeringTrial {
             episode,
             frame: first + context - 1,
             paddle_x: x0,
             left_dx: left_end.map(|x| x - x0),
             right_dx: right_end.map(|x| x - x0),
             room: [x0 - lo >= room_px, hi - x0 >= room_px],
-        });
-    }
-    let mut tried = 0;
-    let mut passed = 0;
-    for t in &steering {
-        for (room, dx, sign) in [(t.room[0], t.left_dx, -1.0), (t.room[1], t.right_dx, 1.0)] {
-            if room {
-                tried += 1;
-                passed += usize::from(dx.is_some_and(|d| sign * d >= required_px));
-            }
+        };
+        if !trial.passed(required_px) {
+            let path = a.out.join("steering").join(format!("episode{episode}-frame{}.gif", trial.frame));
+            write_hold_gif(&path, [&left_frames, &right_frames], shape)?;
         }
+        steering.push(trial);
     }
+    let tried: usize = steering.iter().map(|t| t.tried()).sum();
+    let passed: usize = steering.iter().map(|t| t.passes(required_px)).sum();
 
     // Ball in play: starts whose last frame shows the ball moving.
     let threshold = DEFAULT_OFF_PALETTE_THRESHOLD;
@@ -482,6 +523,13 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
         100.0 * m.steering_pass
     );
     println!("  paddle gone (\"none\") after {} of {} holds", m.paddle_lost, 2 * m.steering.len());
+    let failed = m.steering.iter().filter(|t| !t.passed(m.required_px)).count();
+    if failed > 0 {
+        println!(
+            "  {failed} failed trials as GIFs, the left hold beside the right: {}",
+            a.out.join("steering").display()
+        );
+    }
     println!(
         "ball in play: present in {:.0}% of {} played frames ({} steps of {} from each start; real continuations: {:.0}%)",
         100.0 * m.ball_present,
