@@ -161,6 +161,8 @@ fn eval_play_drives_the_api_and_needs_named_keys(demo: &Path, tmp: &Path) {
     let m = &m["metrics"];
     assert_eq!((m["left"][0].as_u64(), m["right"][0].as_u64()), (Some(1), Some(2)), "{m}");
     assert_eq!(m["steering"].as_array().unwrap().len(), 2, "{m}");
+    // Every start is a trial here (none is at a game that is over); the count is reported.
+    assert_eq!(m["steering_left_out"].as_u64(), Some(0), "{m}");
     // Holds that lost the paddle are the trials' missing positions.
     let missing = m["steering"].as_array().unwrap().iter().flat_map(|t| [&t["left_dx"], &t["right_dx"]]);
     assert_eq!(m["paddle_lost"].as_u64(), Some(missing.filter(|d| d.is_null()).count() as u64), "{m}");

@@ -4,7 +4,9 @@
 //! * **steering**: from start frames of a split, hold the key named `left` (then, from the
 //!   same start, `right`) for `--hold` steps; the paddle's position, read off the returned
 //!   frames by the object detector, must move that way (by ≥ 8 px of a 64-px frame, scaled to
-//!   the frame width, wherever the paddle has room for that and one more step);
+//!   the frame width, wherever the paddle has room for that and one more step). A start is a
+//!   frame the recorded game went on from for `--hold` steps: at an episode's last frames,
+//!   after its last ball is lost, the game is over and takes no keys;
 //! * **ball in play**: from frames where the ball is in flight, take `--play-steps` steps of
 //!   random keys; the share of frames showing a ball, beside the same share over the real
 //!   continuation of those episodes;
@@ -47,7 +49,8 @@ pub struct EvalPlayArgs {
     #[arg(long, default_value = "val")]
     pub split: String,
     /// Start points for each measurement (a ball once lost stays lost, so the frames of one
-    /// start are far from independent: 8 starts move the ball share by ±10 points).
+    /// start are far from independent: 8 starts move the ball share by ±10 points). Steering
+    /// leaves out the starts drawn at a game that is over.
     #[arg(long, default_value_t = 32)]
     pub starts: usize,
     /// Steps each steering key is held.
@@ -143,6 +146,18 @@ impl SteeringTrial {
     }
 }
 
+/// The first of the `context` start frames of a steering trial in a record of `len` frames,
+/// drawn from `rng`. `None` for a record shorter than `context` (nothing drawn), and, after the
+/// same one draw, where the recorded game does not go on for `hold` steps after the start
+/// frames: an episode's last frames, after its last ball is lost, are a game that is over.
+fn steering_start(rng: &mut impl Rng, len: usize, context: usize, hold: usize) -> Option<usize> {
+    if len < context {
+        return None;
+    }
+    let first = rng.random_range(0..=len - context);
+    (first + context + hold <= len).then_some(first)
+}
+
 /// A failed steering trial as `path`: the left hold beside the right one, from the start frame.
 fn write_hold_gif(path: &Path, [left, right]: [&[u8]; 2], shape: FrameShape) -> anyhow::Result<()> {
     let panels = [Panel { label: "left held", frames: left }, Panel { label: "right held", frames: right }];
@@ -194,6 +209,9 @@ pub struct PlayMetrics {
     /// Trials with room that moved the required distance the right way, over trials with
     /// room (left and right counted separately).
     pub steering_pass: f64,
+    /// Steering starts left out: the recorded game does not go on for the hold after them (an
+    /// episode's last frames, a game that is over), or the record is shorter than the start.
+    pub steering_left_out: usize,
     /// Holds (left and right of every trial, room or not) after which no paddle is seen: a
     /// world that does not know what a key does against a wall slides the paddle into it.
     pub paddle_lost: usize,
@@ -295,13 +313,14 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         std::fs::remove_dir_all(&fails).with_context(|| format!("emptying {}", fails.display()))?;
     }
     let mut steering = Vec::new();
+    let mut steering_left_out = 0;
     for i in 0..a.starts {
         let episode = i % dataset.records().len();
         let len = dataset.records()[episode].len as usize;
-        if len < context {
+        let Some(first) = steering_start(&mut rng, len, context, a.hold) else {
+            steering_left_out += 1;
             continue;
-        }
-        let first = rng.random_range(0..=len - context);
+        };
         // The paddle before and after holding `action`, and the frames shown `[hold + 1, h, w, c]`.
         let hold = |action: u32| -> anyhow::Result<(Option<f64>, Option<f64>, Vec<u8>)> {
             let (id, start) = client.create(episode, first)?;
@@ -448,6 +467,7 @@ pub fn evaluate_play(a: &EvalPlayArgs) -> anyhow::Result<PlayMetrics> {
         right,
         required_px,
         steering_pass: share(passed, tried),
+        steering_left_out,
         paddle_lost: steering
             .iter()
             .map(|t| usize::from(t.left_dx.is_none()) + usize::from(t.right_dx.is_none()))
@@ -523,6 +543,12 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
         100.0 * m.steering_pass
     );
     println!("  paddle gone (\"none\") after {} of {} holds", m.paddle_lost, 2 * m.steering.len());
+    if m.steering_left_out > 0 {
+        println!(
+            "  {} of {} starts left out: the recorded game does not go on for the hold after them",
+            m.steering_left_out, a.starts
+        );
+    }
     let failed = m.steering.iter().filter(|t| !t.passed(m.required_px)).count();
     if failed > 0 {
         println!(
@@ -638,6 +664,32 @@ impl PlayClient {
 mod tests {
     use super::*;
     use jinn_data::objects::BallEvent;
+
+    #[test]
+    fn steering_starts_leave_room_for_the_hold_without_drawing_again() {
+        let (len, context, hold) = (20, 2, 8);
+        let mut rng = jinn_data::rng::rng_for(3, "eval-play", 0);
+        let mut plain = jinn_data::rng::rng_for(3, "eval-play", 0);
+        let mut kept = 0;
+        for _ in 0..400 {
+            let start = steering_start(&mut rng, len, context, hold);
+            // One draw per call, as a plain draw of the start: the other trials stay the same.
+            let drawn = plain.random_range(0..=len - context);
+            match start {
+                Some(first) => {
+                    assert_eq!(first, drawn);
+                    assert!(first + context + hold <= len, "{first}");
+                    kept += 1;
+                }
+                None => assert!(drawn + context + hold > len, "{drawn} left out"),
+            }
+        }
+        // 11 of the 19 possible starts leave room for the hold.
+        assert!((150..=310).contains(&kept), "{kept} of 400 kept");
+        // A record shorter than the context draws nothing.
+        assert_eq!(steering_start(&mut rng, 1, context, hold), None);
+        assert_eq!(rng.random_range(0..1000u32), plain.random_range(0..1000u32));
+    }
 
     #[test]
     fn each_transition_counts_for_its_code_with_the_ball_it_leads_to() {
