@@ -207,4 +207,31 @@ fn grounded_training_reads_the_codes_the_play_page_names_and_needs_a_trained_lam
     let source = ActionSource::GroundTruth { num_actions: 4 };
     let (genie, genie_cfg) = assemble_genie(&tok, source, &co_trained, &device).unwrap();
     assert!(DynamicsTask::new(&run_cfg(genie_cfg), &data, genie).unwrap().grounding.is_none());
+
+    // Data that records no actions (as a video import writes it) has nothing to ground in.
+    let silent = root.path().join("silent");
+    without_actions(&data, &silent);
+    let (genie, genie_cfg) = assemble_genie(&tok, ActionSource::LamRun(&lam), &dynamics, &device).unwrap();
+    let err = DynamicsTask::new(&run_cfg(genie_cfg), &silent, genie).err().unwrap().to_string();
+    assert!(
+        err.contains("model.ground_lam_codes") && err.contains(&silent.join("train").display().to_string()),
+        "{err}"
+    );
+}
+
+/// The dataset at `data` written again at `to` with every record's actions left out.
+fn without_actions(data: &std::path::Path, to: &std::path::Path) {
+    use jinn_data::split_writer::SplitWriter;
+    for split in ["train", "val"] {
+        let source = Dataset::open(&data.join(split), 1, None).unwrap();
+        let mut writer = SplitWriter::create(to, split, 4, Default::default()).unwrap();
+        for r in source.records() {
+            let record = source.read_record(r.file as usize, r.record as u64).unwrap();
+            assert!(record.actions.is_some(), "the tiny dataset records actions");
+            let shape = source.frame_shape();
+            writer.write_episode(&record.raw_video, shape, None, record.sequence_length, None).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+    std::fs::copy(data.join("metadata.json"), to.join("metadata.json")).unwrap();
 }
