@@ -327,7 +327,9 @@ fn the_language_and_graph_models_train_on_wgpu_as_on_the_cpu() {
     trains_alike(dir, "graph", &|out| {
         let mut a = strings(&["graph", "train", "--data", &p(&nations), "--out", &p(out)]);
         a.extend(world_sets(&["model.dim=16"]));
-        a.extend(schedule(3));
+        // 2 steps: the graph model's second and third steps each compile new kernels (about 25 s
+        // on lavapipe, cold), and the second step already checks an update.
+        a.extend(schedule(2));
         a
     });
 }
