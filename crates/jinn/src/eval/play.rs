@@ -552,7 +552,7 @@ pub fn print_report(m: &PlayMetrics, a: &EvalPlayArgs) {
     let failed = m.steering.iter().filter(|t| !t.passed(m.required_px)).count();
     if failed > 0 {
         println!(
-            "  {failed} failed trials as GIFs, the left hold beside the right: {}",
+            "  failed trials ({failed}) as GIFs, the left hold beside the right: {}",
             a.out.join("steering").display()
         );
     }
