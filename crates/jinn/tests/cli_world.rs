@@ -103,6 +103,8 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
     assert!((delta_mean - m["delta_psnr"].as_f64().unwrap()).abs() < 1e-9, "{m}");
     // Breakout frames get the object table; a copy of the last context frame keeps its ball.
     assert!(text(&o).contains("copy last context frame") && text(&o).contains("ball"), "{}", text(&o));
+    // On breakout the summary carries the demo's own targets as well.
+    assert!(text(&o).contains("≥ 25") && text(&o).contains("≥ 0.5"), "{}", text(&o));
     let objects = &m["objects"];
     assert_eq!(objects["game"], "breakout", "{m}");
     let copy = &objects["copy_last_frame"]["overall"];
