@@ -15,8 +15,12 @@
 //! and a player holding left there asks it for something it has never seen: the paddle slides
 //! into the wall and is gone. Grounded, a transition whose recorded action has a leading code,
 //! but whose LAM code is not a clear partner of that action, trains with the leading code
-//! instead; every other transition keeps the LAM's code. It needs data that record actions
-//! and is not in Jasmine, which trains on the LAM's codes alone.
+//! instead; every other transition keeps the LAM's code. An action is grounded only where the
+//! LAM names it: the codes that clearly stand for it must carry at least [`NAMED_SHARE`] of its
+//! transitions. Otherwise its leader is a code the LAM seldom gives it (one `fire` in a
+//! thousand transitions, say), and relabelling would train the dynamics on a code that
+//! inference, which reads the LAM's codes off the frames, all but never produces. It needs data
+//! that record actions and is not in Jasmine, which trains on the LAM's codes alone.
 
 use crate::nmi::{code_action_counts, pair_transitions};
 use crate::{frames_to_unit, Genie};
@@ -31,6 +35,10 @@ use std::sync::Arc;
 
 /// A code is "clearly" an action when at least this share of its transitions carry it.
 pub const CLEAR_SHARE: f64 = 0.6;
+
+/// An action is grounded only when the codes that clearly stand for it carry at least this
+/// share of its transitions.
+pub const NAMED_SHARE: f64 = 0.5;
 
 /// The recorded action a latent code stands for, from its row of co-occurrence counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,20 +111,30 @@ pub struct CodeGrounding {
 
 impl CodeGrounding {
     /// The grounding of `codes` codes over `actions` recorded actions from their
-    /// co-occurrence `counts` (as for [`code_partners`]).
+    /// co-occurrence `counts` (as for [`code_partners`]); an action whose clear codes carry
+    /// less than [`NAMED_SHARE`] of its transitions has no leading code here.
     pub fn from_counts(counts: &[Vec<usize>], codes: usize, actions: usize) -> Self {
         let partners = code_partners(counts, codes);
         let leads = leading_codes(&partners);
+        let action_of_code: Vec<Option<usize>> =
+            partners.iter().map(|p| p.as_ref().filter(|p| p.is_clear()).map(|p| p.action)).collect();
+        let count = |c: usize, a: usize| counts.get(c).and_then(|row| row.get(a)).copied().unwrap_or(0);
+        let named = |a: usize| {
+            let all: usize = (0..counts.len()).map(|c| count(c, a)).sum();
+            let by_clear: usize = (0..counts.len())
+                .filter(|&c| action_of_code.get(c) == Some(&Some(a)))
+                .map(|c| count(c, a))
+                .sum();
+            by_clear as f64 >= NAMED_SHARE * all as f64
+        };
         let mut code_for_action = vec![None; actions];
         for (c, p) in partners.iter().enumerate() {
-            if let Some(p) = p.as_ref().filter(|_| leads[c]) {
+            if let Some(p) = p.as_ref().filter(|p| leads[c] && named(p.action)) {
                 if let Some(slot) = code_for_action.get_mut(p.action) {
                     *slot = Some(c);
                 }
             }
         }
-        let action_of_code =
-            partners.iter().map(|p| p.as_ref().filter(|p| p.is_clear()).map(|p| p.action)).collect();
         CodeGrounding { code_for_action, action_of_code }
     }
 
@@ -242,5 +260,23 @@ mod tests {
         assert_eq!(g.ground(2, 9), 2);
         let names: Vec<String> = ["noop", "left", "right", "fire"].iter().map(|s| s.to_string()).collect();
         assert_eq!(g.describe(&names), "noop → code 0, left → code 2, right → code 3");
+    }
+
+    #[test]
+    fn an_action_the_lam_seldom_names_by_its_clear_codes_is_not_grounded() {
+        // Code 0 met fire once and nothing else: it stands for fire clearly and leads it (the
+        // play page names it so), but fire's other 180 transitions carry code 1 (noop).
+        let counts = vec![vec![0, 0, 0, 1], vec![400, 0, 0, 180], vec![0, 300, 0, 0]];
+        assert_eq!(leading_codes(&code_partners(&counts, 3)), [true, true, true]);
+        let g = CodeGrounding::from_counts(&counts, 3, 4);
+        assert_eq!(g.code_for_action, [Some(1), Some(2), None, None]);
+        // Fire keeps the LAM's code, whichever it is.
+        assert_eq!(g.ground(1, 3), 1);
+        assert_eq!(g.ground(0, 3), 0);
+        // Exactly half of an action's transitions on its clear codes is enough.
+        let counts = vec![vec![0, 50, 0, 0], vec![40, 50, 0, 0]];
+        let g = CodeGrounding::from_counts(&counts, 2, 4);
+        assert_eq!(g.code_for_action, [None, Some(0), None, None]);
+        assert_eq!(g.ground(1, 1), 0);
     }
 }
