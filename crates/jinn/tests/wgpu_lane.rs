@@ -6,6 +6,12 @@
 //! Without a Vulkan driver the tests skip, saying so, unless `JINN_REQUIRE_GPU=1` (CI), where
 //! they fail.
 //!
+//! The world models' commands run in this process ([`jinn::run_args`]): they share one wgpu
+//! device, so each kernel is compiled (by cubecl and by the driver) once for all of them rather
+//! than once per command. One device compiles one kernel at a time, so the language and graph
+//! models, whose kernels are their own, run as `jinn` processes beside them and keep the second
+//! core busy; the play API is served by a `jinn play` process.
+//!
 //! Tolerances: a seed draws the same parameters on every device (they are drawn on the host),
 //! so the first step's loss agrees to float rounding (relative 1e-4); after a few updates the
 //! two devices' different summation orders leave the losses within a relative 2e-2.
@@ -15,7 +21,6 @@ mod common;
 
 use common::PlayServer;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const GPU: &str = "wgpu:cpu";
 /// Relative agreement of the first step's loss (same parameters, same batch).
@@ -23,19 +28,39 @@ const FIRST_STEP_RTOL: f64 = 1e-4;
 /// Relative agreement of the losses after a few updates.
 const LATER_STEP_RTOL: f64 = 2e-2;
 
-fn jinn(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jinn")).args(args).env("RUST_BACKTRACE", "0").output().expect("run jinn")
+/// Where a command runs.
+#[derive(Clone, Copy)]
+enum Run {
+    /// In this process, on its wgpu device.
+    Here,
+    /// In a `jinn` process of its own.
+    Child,
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+/// Runs the command line `args` `where_`; it must succeed.
+fn ok_in(where_: Run, args: &[String]) {
+    match where_ {
+        Run::Here => {
+            if let Err(e) = jinn::run_args(args) {
+                panic!("jinn {}: {e:#}", args.join(" "));
+            }
+        }
+        Run::Child => {
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_jinn"))
+                .args(args)
+                .env("RUST_BACKTRACE", "0")
+                .output()
+                .expect("run jinn");
+            let text =
+                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert!(o.status.success(), "jinn {}:\n{text}", args.join(" "));
+        }
+    }
 }
 
-fn ok(args: &[String]) -> String {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = jinn(&args);
-    assert!(o.status.success(), "jinn {}:\n{}", args.join(" "), text(&o));
-    text(&o)
+/// Runs the command line `args` in this process; it must succeed.
+fn ok(args: &[String]) {
+    ok_in(Run::Here, args);
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -135,11 +160,16 @@ fn run_dir(dir: &Path, name: &str, device: &str) -> PathBuf {
 
 /// Train `args` on the CPU and on the GPU into [`run_dir`]s; the losses must agree. The CPU run.
 fn trains_alike(dir: &Path, name: &str, args: &dyn Fn(&Path) -> Vec<String>) -> PathBuf {
+    trains_alike_in(Run::Here, dir, name, args)
+}
+
+/// [`trains_alike`] with the runs `where_`.
+fn trains_alike_in(where_: Run, dir: &Path, name: &str, args: &dyn Fn(&Path) -> Vec<String>) -> PathBuf {
     let runs = ["cpu", GPU].map(|device| {
         let out = run_dir(dir, name, device);
         let mut a = args(&out);
         a.extend(strings(&["--device", device]));
-        ok(&a);
+        ok_in(where_, &a);
         out
     });
     let (cpu, gpu) = (losses(&runs[0]), losses(&runs[1]));
@@ -227,8 +257,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs that do not depend on each other start together: most of a `jinn` process's time on
-/// lavapipe is compiling kernels on one core, so two cores take two processes at once.
+/// Runs that do not depend on each other start together: the device compiles one kernel at a
+/// time, but the CPU runs and each run's host work go on beside it.
 #[test]
 fn every_world_model_kind_trains_on_wgpu_as_on_the_cpu_and_checkpoints_move_between_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -313,7 +343,7 @@ fn the_language_and_graph_models_train_on_wgpu_as_on_the_cpu() {
     let corpus = common::shakespeare_excerpt(dir);
     let config = repo().join("configs/lm/shakespeare.toml");
     // The RSF-LM with memory-free backprop (the config's `backprop = "reconstruct"`).
-    trains_alike(dir, "lm", &|out| {
+    trains_alike_in(Run::Child, dir, "lm", &|out| {
         let mut a =
             strings(&["lm", "train", "--config", &p(&config), "--data", &p(&corpus), "--out", &p(out)]);
         #[rustfmt::skip]
@@ -324,7 +354,7 @@ fn the_language_and_graph_models_train_on_wgpu_as_on_the_cpu() {
         a
     });
     let nations = repo().join("data/kg/nations");
-    trains_alike(dir, "graph", &|out| {
+    trains_alike_in(Run::Child, dir, "graph", &|out| {
         let mut a = strings(&["graph", "train", "--data", &p(&nations), "--out", &p(out)]);
         a.extend(world_sets(&["model.dim=16"]));
         // 2 steps: the graph model's second and third steps each compile new kernels (about 25 s
@@ -343,13 +373,11 @@ fn bf16_on_an_adapter_without_it_is_a_clear_error() {
     let data = dataset(dir.path());
     let mut args = tokenizer_args(&data, &dir.path().join("bf16"), 1);
     args.extend(strings(&["--device", GPU, "--set", "train.precision=bf16"]));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = jinn(&args);
-    let out = text(&o);
+    let result = jinn::run_args(&args);
     if burn::tensor::Device::wgpu(burn::tensor::DeviceKind::Cpu).supports_dtype(burn::tensor::DType::BF16) {
-        assert!(o.status.success(), "{out}");
+        assert!(result.is_ok(), "{result:?}");
     } else {
-        assert!(!o.status.success(), "bf16 ran on an adapter without it:\n{out}");
-        assert!(out.contains("train.precision") && out.contains("f32"), "{out}");
+        let err = format!("{:#}", result.expect_err("bf16 ran on an adapter without it"));
+        assert!(err.contains("train.precision") && err.contains("f32"), "{err}");
     }
 }

@@ -1,0 +1,153 @@
+//! The `jinn` command line as a library: [`main`] is the binary's whole body, and [`run_args`]
+//! runs a command line in the calling process, so that a test can run many commands in one
+//! process (a GPU backend then compiles each kernel once, not once per command).
+
+mod alloc_tuning;
+mod args;
+mod bench;
+mod data;
+mod demo;
+mod device;
+mod eval;
+mod graph;
+mod lm;
+mod logging;
+#[cfg(feature = "mpi")]
+mod mpi_launch;
+mod play;
+mod plot;
+mod progress;
+mod sample;
+mod sampler_args;
+mod tasks;
+mod text;
+mod train;
+
+use clap::{Parser, Subcommand};
+
+/// jinn: generative world models and reversible sequence models in Rust.
+#[derive(Parser)]
+#[command(name = "jinn", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Episode datasets: generate, import, inspect, verify.
+    #[command(subcommand)]
+    Data(data::DataCommand),
+    /// Benchmarks that print ratios against a baseline measured in the same run.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Train the world-model stages: video tokenizer (VQ-VAE or MAE), latent actions, dynamics.
+    #[command(subcommand)]
+    Train(train::TrainCommand),
+    /// Text: the MGT tokenizer (train, encode, decode, segment).
+    #[command(subcommand)]
+    Text(text::TextCommand),
+    /// Evaluate trained models: tokenizer reconstruction, world-model rollouts, play.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
+    /// Render a run's loss and metric curves (metrics.jsonl) to a PNG.
+    Plot(plot::PlotArgs),
+    /// Knowledge-graph reasoning: train, evaluate and query complex-amplitude link predictors.
+    #[command(subcommand)]
+    Graph(graph::GraphCommand),
+    /// Language model from reversible RSF blocks: train, evaluate, generate.
+    #[command(subcommand)]
+    Lm(lm::LmCommand),
+    /// Play a world model in the browser (serves the page and the /v1 HTTP API).
+    Play(play::PlayArgs),
+    /// Roll a trained world model out from real context frames: GIF and per-frame PSNR/SSIM.
+    Sample(sample::SampleArgs),
+    /// Generate breakout data, train tokenizer → LAM → dynamics, sample a rollout GIF.
+    Demo(demo::DemoArgs),
+}
+
+/// The `jinn` binary: process-wide setup (allocator tuning, logging, joining an MPI job under
+/// `mpirun`), then the command of the process's arguments.
+pub fn main() -> anyhow::Result<()> {
+    alloc_tuning::keep_freed_tensor_buffers();
+    logging::init();
+    let cli = Cli::parse();
+    // Under mpirun: join the job (data-parallel training; see README "Distributed training").
+    #[cfg(feature = "mpi")]
+    let mpi_job = mpi_launch::join_if_launched()?;
+    // MPI is initialised `Funneled`: its calls must come from this thread, so an MPI rank stays on it.
+    #[cfg(feature = "mpi")]
+    let stay_on_main_thread = mpi_job.is_some();
+    #[cfg(not(feature = "mpi"))]
+    let stay_on_main_thread = false;
+    let run = move || run_command(cli.command);
+    let result = if stay_on_main_thread { run() } else { on_compute_pool(run) };
+    #[cfg(feature = "mpi")]
+    if let Some(job) = mpi_job {
+        job.finish(&result);
+    }
+    result
+}
+
+/// Runs the command line `args` (without the program name, e.g. `["train", "tokenizer", …]`) in
+/// this process, as the binary runs it but without its process-wide setup: no logging
+/// subscriber is installed and no MPI job is joined. A malformed command line is an error
+/// carrying clap's message.
+pub fn run_args<I, T>(args: I) -> anyhow::Result<()>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args = std::iter::once(std::ffi::OsString::from("jinn")).chain(args.into_iter().map(Into::into));
+    let cli = Cli::try_parse_from(args)?;
+    on_compute_pool(move || run_command(cli.command))
+}
+
+fn run_command(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Data(cmd) => data::run(cmd),
+        Command::Bench(cmd) => bench::run(cmd),
+        Command::Train(cmd) => train::run(cmd),
+        Command::Text(cmd) => text::run(cmd),
+        Command::Eval(cmd) => eval::run(cmd),
+        Command::Plot(a) => plot::run(a),
+        Command::Graph(cmd) => graph::run(cmd),
+        Command::Lm(cmd) => lm::run(cmd),
+        Command::Play(a) => play::run(a),
+        Command::Sample(a) => sample::run(a),
+        Command::Demo(a) => demo::run(a),
+    }
+}
+
+/// Runs `job` on a thread of a rayon pool with one thread per core, instead of on the main thread.
+///
+/// Burn's CPU backend parallelises each matmul (and jinn's CPU kernels) with rayon. Called from
+/// outside the pool, every such op wakes the workers, blocks the calling thread until they finish
+/// and lets them fall asleep again, while the single-threaded ops in between run on a thread of
+/// their own; the handoffs cost about 6 % of a jasmine-small training step on 2 cores. On a pool
+/// thread the caller takes part in its own parallel work. 8 MiB stacks, as the main thread has.
+fn on_compute_pool<R: Send>(job: impl FnOnce() -> R + Send) -> R {
+    match rayon::ThreadPoolBuilder::new().stack_size(8 << 20).build() {
+        Ok(pool) => pool.install(job),
+        // No pool (threads cannot be spawned): run where we are, rayon then uses its global pool.
+        Err(_) => job(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_compute_pool;
+
+    #[test]
+    fn the_command_runs_on_a_pool_thread_with_one_thread_per_core() {
+        let (index, threads) =
+            on_compute_pool(|| (rayon::current_thread_index(), rayon::current_num_threads()));
+        assert!(index.is_some(), "not on a rayon pool thread");
+        // rayon's default size: RAYON_NUM_THREADS if set, else one thread per core.
+        let want = std::env::var("RAYON_NUM_THREADS").ok().and_then(|n| n.parse().ok()).filter(|&n| n > 0);
+        assert_eq!(
+            threads,
+            want.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        );
+    }
+}
