@@ -136,7 +136,20 @@ fn on_compute_pool<R: Send>(job: impl FnOnce() -> R + Send) -> R {
 
 #[cfg(test)]
 mod tests {
-    use super::on_compute_pool;
+    use super::{on_compute_pool, run_args};
+
+    #[test]
+    fn run_args_runs_a_command_in_process_and_returns_clap_s_error_for_a_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("data");
+        #[rustfmt::skip]
+        run_args(["data", "gen", "--episodes", "4", "--size", "16x16", "--min-episode-len", "8",
+                  "--max-episode-len", "8", "--out", out.to_str().unwrap()])
+        .unwrap();
+        assert!(out.join("train").is_dir(), "no dataset written to {}", out.display());
+        let err = run_args(["no-such-command"]).unwrap_err().to_string();
+        assert!(err.contains("no-such-command"), "{err}");
+    }
 
     #[test]
     fn the_command_runs_on_a_pool_thread_with_one_thread_per_core() {
