@@ -14,8 +14,10 @@
 //! nothing. A dynamics model trained on those codes never sees the "left" code at the wall,
 //! and a player holding left there asks it for something it has never seen: the paddle slides
 //! into the wall and is gone. Grounded, a transition whose recorded action has a leading code,
-//! but whose LAM code is not a clear partner of that action, trains with the leading code
-//! instead; every other transition keeps the LAM's code. An action is grounded only where the
+//! but whose LAM code clearly stands for another action, trains with the leading code
+//! instead; every other transition keeps the LAM's code. A code that stands for no action
+//! clearly carries what the LAM read off the frames besides the action; rollouts from real
+//! clips send it in the same moments, so training keeps it too. An action is grounded only where the
 //! LAM names it: the codes that clearly stand for it must carry at least [`NAMED_SHARE`] of its
 //! transitions. Otherwise its leader is a code the LAM seldom gives it (one `fire` in a
 //! thousand transitions, say), and relabelling would train the dynamics on a code that
@@ -140,8 +142,9 @@ impl CodeGrounding {
 
     /// The code a transition trains with: the LAM gave it `code`, the data record `action`.
     pub fn ground(&self, code: usize, action: usize) -> usize {
+        let stands_for = self.action_of_code.get(code).copied().flatten();
         match self.code_for_action.get(action).copied().flatten() {
-            Some(lead) if self.action_of_code.get(code).copied().flatten() != Some(action) => lead,
+            Some(lead) if stands_for.is_some_and(|other| other != action) => lead,
             _ => code,
         }
     }
@@ -232,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn grounding_relabels_only_transitions_whose_code_is_not_a_partner_of_the_recorded_action() {
+    fn grounding_relabels_only_transitions_whose_code_stands_for_another_action() {
         // Actions noop, left, right, fire. Code 0: noop 70 %; code 1: left (rare, leads
         // nothing); code 2: left; code 3: right; code 4: no clear partner.
         let counts = vec![
@@ -245,9 +248,12 @@ mod tests {
         let g = CodeGrounding::from_counts(&counts, 5, 4);
         assert_eq!(g.code_for_action, [Some(0), Some(2), Some(3), None]);
         assert_eq!(g.action_of_code, [Some(0), Some(1), Some(1), Some(2), None]);
-        // Left at a wall: the LAM saw nothing move (code 0) and trains as left (code 2).
+        // Left at a wall: the LAM saw nothing move (code 0, noop) and trains as left (code 2).
         assert_eq!(g.ground(0, 1), 2);
-        assert_eq!(g.ground(4, 2), 3);
+        assert_eq!(g.ground(2, 0), 0);
+        // A code that stands for no action keeps what the LAM read off the frames.
+        assert_eq!(g.ground(4, 2), 4);
+        assert_eq!(g.ground(4, 0), 4);
         // A code that stands for the recorded action stays, the rare one too.
         assert_eq!(g.ground(2, 1), 2);
         assert_eq!(g.ground(1, 1), 1);
@@ -256,7 +262,7 @@ mod tests {
         assert_eq!(g.ground(0, 3), 0);
         // A code the counts never met stands for nothing; an action they never met has no
         // leading code.
-        assert_eq!(g.ground(9, 1), 2);
+        assert_eq!(g.ground(9, 1), 9);
         assert_eq!(g.ground(2, 9), 2);
         let names: Vec<String> = ["noop", "left", "right", "fire"].iter().map(|s| s.to_string()).collect();
         assert_eq!(g.describe(&names), "noop → code 0, left → code 2, right → code 3");
@@ -274,9 +280,9 @@ mod tests {
         assert_eq!(g.ground(1, 3), 1);
         assert_eq!(g.ground(0, 3), 0);
         // Exactly half of an action's transitions on its clear codes is enough.
-        let counts = vec![vec![0, 50, 0, 0], vec![40, 50, 0, 0]];
+        let counts = vec![vec![0, 50, 0, 0], vec![90, 50, 0, 0]];
         let g = CodeGrounding::from_counts(&counts, 2, 4);
-        assert_eq!(g.code_for_action, [None, Some(0), None, None]);
+        assert_eq!(g.code_for_action, [Some(1), Some(0), None, None]);
         assert_eq!(g.ground(1, 1), 0);
     }
 }

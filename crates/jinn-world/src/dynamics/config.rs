@@ -52,8 +52,8 @@ pub struct TokenDynamicsConfig {
     /// ([`crate::genie::reversible`]).
     pub reversible: bool,
     /// With a trained LAM and data that record actions: a transition whose recorded action is
-    /// led by a LAM code ([`crate::code_partners`]) but whose own LAM code does not stand for
-    /// that action trains with the leading code (not in Jasmine, which trains on the LAM's codes
+    /// led by a LAM code ([`crate::code_partners`]) but whose own LAM code stands for another
+    /// action trains with the leading code (not in Jasmine, which trains on the LAM's codes
     /// alone). A LAM gives an action that changes nothing — left, against the left wall — the
     /// code of doing nothing, so ungrounded dynamics never learn what the "left" code does at a
     /// wall, and a player holding it there makes the paddle slide into the wall and vanish.

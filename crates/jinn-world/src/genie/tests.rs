@@ -223,19 +223,21 @@ fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
 }
 
 /// Grounded codes: a transition whose recorded action has a leading code trains with it
-/// unless its own code stands for that action; the rows come from the code table, or from the
-/// LAM's codebook without one.
+/// when its own code stands for another action; the rows come from the code table, or from
+/// the LAM's codebook without one. A code that stands for no action stays.
 #[test]
 fn grounded_actions_take_the_leading_code_of_their_recorded_action() {
     let root = tempfile::tempdir().unwrap();
     let (tok, lam_run) = component_runs(root.path());
     let device = Device::flex();
     let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 3), [2, 3, 16, 16, 3], &device);
-    // Action 0 is led by code 3, action 1 by code 1 (which stands for it), action 2 by none.
+    // Action 0 is led by code 3, action 1 by code 1, action 2 by none; every code stands for
+    // an action (codes 0 and 2 for action 2).
     let grounding = CodeGrounding {
         code_for_action: vec![Some(3), Some(1), None],
-        action_of_code: vec![None, Some(1), None, Some(0)],
+        action_of_code: vec![Some(2), Some(1), Some(2), Some(0)],
     };
+    let unclear = CodeGrounding { action_of_code: vec![None; 4], ..grounding.clone() };
     let recorded = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 2, 0, 1, 0, 2], [2, 3]), &device);
     for embedding in [true, false] {
         let dynamics =
@@ -264,6 +266,11 @@ fn grounded_actions_take_the_leading_code_of_their_recorded_action() {
         let want: Vec<f32> =
             ids.iter().flat_map(|&i| rows[i as usize * l..(i as usize + 1) * l].to_vec()).collect();
         assert_eq!(latent.try_into_vec_as::<f32>().unwrap(), want, "embedding {embedding}");
+        // Codes that stand for no action are what the LAM read off the frames: none moves.
+        let (_, kept) =
+            infer_actions(genie.lam.as_ref(), None, Some(&unclear), x.clone(), Some(recorded.clone()))
+                .unwrap();
+        assert_eq!(kept.unwrap().try_into_vec_as::<i64>().unwrap(), own, "embedding {embedding}");
         // The training forward reports the grounded codes; without recorded actions nothing
         // is grounded.
         let out = genie
