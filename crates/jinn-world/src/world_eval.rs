@@ -27,6 +27,7 @@
 //! causal, so a frame is decoded with its predecessors as context), rounded to `u8` as in
 //! `jinn sample`, and scored with [`jinn_data::metrics`].
 
+pub mod clip_spread;
 pub mod objects;
 
 use crate::data::{model_err, to_u8};

@@ -15,6 +15,8 @@
 //!   the same ball scores over the frames from that event on, so a ball error can be traced to
 //!   the event it grew from; frames from a serve on count as serve frames, since a serve
 //!   starts the ball's course afresh (when is the player's choice, carried by the action);
+//! * breakout — how far the ball scores would move with another draw of clips
+//!   ([`clip_spread`]: a bootstrap over the clips);
 //! * both — the share of **off-palette** pixels (colours the game never draws), to be read
 //!   against the same share in the tokenizer's reconstructions of real frames (blur is not an
 //!   artefact).
@@ -25,6 +27,8 @@ use jinn_data::objects::{
 };
 use jinn_data::FrameShape;
 use serde::Serialize;
+
+use super::clip_spread::{clip_spread, ClipBall, ClipSpread, BOOTSTRAP_DRAWS};
 
 /// Per generated frame sums of one kind of rollout.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +55,8 @@ pub struct ObjectTally {
     /// Breakout: generated frames by the first true ball event after the context (index 0:
     /// none yet, then [`BALL_EVENTS`] in order).
     by_first_event: Vec<FrameTally>,
+    /// Breakout: each clip's ball sums over its generated frames.
+    clips: Vec<ClipBall>,
 }
 
 /// Object scores of generated frames (`None` where nothing could be measured, e.g. recall
@@ -92,6 +98,8 @@ pub struct ObjectMetrics {
     pub by_first_event: Vec<EventScores>,
     /// Breakout: over every generated frame but the serve frames of `by_first_event`.
     pub without_serves: Option<ObjectScores>,
+    /// Breakout: the spread of the overall ball scores over resamples of the clips.
+    pub clip_spread: Option<ClipSpread>,
 }
 
 /// Scores over the generated frames from a first true ball event on (see [`ObjectMetrics`]).
@@ -111,6 +119,7 @@ impl ObjectTally {
             game,
             per_frame: vec![FrameTally::default(); frames],
             by_first_event: vec![FrameTally::default(); groups],
+            clips: Vec::new(),
         }
     }
 
@@ -146,6 +155,7 @@ impl ObjectTally {
                 }
                 Game::Maze => Vec::new(),
             };
+            let mut clip = FrameTally::default();
             for t in context..s {
                 let (x, y) = (frame(truth, fb, bi * s + t), frame(generated, fb, bi * s + t));
                 let tally = &mut self.per_frame[t - context];
@@ -155,6 +165,7 @@ impl ObjectTally {
                     Game::Breakout => {
                         let (truth, made) = (detect_breakout(x, shape)?, detect_breakout(y, shape)?);
                         add_breakout(tally, &truth, &made);
+                        add_breakout(&mut clip, &truth, &made);
                         let group = &mut self.by_first_event[groups[t - context]];
                         group.frames += 1;
                         add_breakout(group, &truth, &made);
@@ -170,6 +181,13 @@ impl ObjectTally {
                         tally.coin_errors.push((coins(x)? - coins(y)?).abs());
                     }
                 }
+            }
+            if self.game == Game::Breakout {
+                self.clips.push(ClipBall {
+                    truth_ball: clip.truth_ball,
+                    ball_found: clip.ball_found,
+                    errors: clip.ball_errors,
+                });
             }
         }
         Ok(())
@@ -191,7 +209,9 @@ impl ObjectTally {
             }
             kept.scores()
         });
+        let clip_spread = (self.game == Game::Breakout).then(|| clip_spread(&self.clips, BOOTSTRAP_DRAWS, 0));
         ObjectMetrics {
+            clip_spread,
             without_serves,
             overall: all.scores(),
             per_frame: self.per_frame.iter().map(FrameTally::scores).collect(),

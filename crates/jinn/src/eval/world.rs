@@ -9,6 +9,7 @@ use jinn_data::atomic_file::write_atomically;
 use jinn_data::dataset::Dataset;
 use jinn_data::loader::{Loader, LoaderConfig};
 use jinn_data::objects::Game;
+use jinn_world::world_eval::clip_spread::{ClipSpread, INTERVAL};
 use jinn_world::world_eval::objects::{EventScores, ObjectScores};
 use jinn_world::world_eval::WorldObjectMetrics;
 use jinn_world::{load_world, DynamicsKind, WorldEval, WorldEvalConfig, WorldMetrics};
@@ -323,7 +324,29 @@ pub fn print_object_table(o: &WorldObjectMetrics) {
     }
     println!("  targets: ball recall ≥ 0.9, hallucination ≤ 0.05, ball error median ≤ 3 px and p90 ≤ 8 px,");
     println!("  paddle error median ≤ 1 px; errors in px of the frame, brick error in bricks");
+    if let Some(spread) = &o.rollout.clip_spread {
+        print_clip_spread(spread);
+    }
     print_ball_by_event(&o.rollout.by_first_event, o.rollout.without_serves.as_ref());
+}
+
+/// How far the model rollout's ball scores would move with another draw of clips.
+fn print_clip_spread(s: &ClipSpread) {
+    let range = |v: Option<[f64; 2]>, fmt: fn(Option<f64>) -> String| {
+        v.map_or("n/a".to_string(), |[lo, hi]| format!("{}–{}", fmt(Some(lo)), fmt(Some(hi))))
+    };
+    println!(
+        "  model rollout, its {} clips redrawn {} times (bootstrap): {:.0} % of the draws score",
+        s.clips,
+        s.draws,
+        100.0 * INTERVAL
+    );
+    println!(
+        "    ball recall {}, ball err median {} px, p90 {} px",
+        range(s.ball_recall, fmt_share),
+        range(s.ball_error_median, fmt_px),
+        range(s.ball_error_p90, fmt_px)
+    );
 }
 
 /// The model rollout's ball scores by what the true ball did first after the context.
