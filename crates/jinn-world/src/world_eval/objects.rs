@@ -426,6 +426,39 @@ mod tests {
     }
 
     #[test]
+    fn each_clip_keeps_its_own_ball_sums_and_together_they_are_the_overall_ones() {
+        let (b, s, c) = (3, 10, 2);
+        let truth = clips(b, s);
+        let copy = copy_last_context_frame(&truth, [b, s], c);
+        let mut tally = ObjectTally::new(Game::Breakout, s - c);
+        tally.add(&truth, &copy, SHAPE, [b, s], c).unwrap();
+        let mut all = FrameTally::default();
+        tally.per_frame.iter().for_each(|f| all.merge(f));
+        assert_eq!(tally.clips.len(), b);
+        let sum = |f: fn(&ClipBall) -> usize| tally.clips.iter().map(f).sum::<usize>();
+        assert_eq!((sum(|c| c.truth_ball), sum(|c| c.ball_found)), (all.truth_ball, all.ball_found));
+        // Clip by clip, in the order the frames were added.
+        let pooled: Vec<f64> = tally.clips.iter().flat_map(|c| c.errors.clone()).collect();
+        let mut by_frame = Vec::new();
+        for bi in 0..b {
+            let mut one = ObjectTally::new(Game::Breakout, s - c);
+            let fb = SHAPE.frame_bytes();
+            let clip = |v: &[u8]| v[bi * s * fb..(bi + 1) * s * fb].to_vec();
+            one.add(&clip(&truth), &clip(&copy), SHAPE, [1, s], c).unwrap();
+            assert_eq!(one.clips, [tally.clips[bi].clone()]);
+            by_frame.extend(one.clips[0].errors.clone());
+        }
+        assert_eq!(pooled, by_frame);
+        assert_eq!(pooled.len(), all.ball_errors.len());
+        let spread = tally.finish().clip_spread.unwrap();
+        assert_eq!(spread.clips, b);
+        let [low, high] = spread.ball_error_p90.unwrap();
+        let p90 = quantile(&all.ball_errors, 0.9).unwrap();
+        assert!(low <= p90 && p90 <= high, "{low} {p90} {high}");
+        assert_eq!(ObjectTally::new(Game::Maze, 1).finish().clip_spread, None);
+    }
+
+    #[test]
     fn a_frame_without_its_ball_counts_against_recall_and_a_ball_without_truth_as_hallucination() {
         let (b, s, c) = (1, 4, 1);
         let truth = clips(b, s);
