@@ -199,7 +199,7 @@ impl TrainTask for GraphTask {
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
         // This rank's slice of the global micro-batch: edges by their global sample index.
-        let micro = self.cfg.train.micro_batch() as u64;
+        let micro = self.cfg.train.rank_micro_batch() as u64;
         let batch: Vec<Triple> = (0..micro).map(|i| self.edge_at(ctx.first_sample + i)).collect();
         let (ce, n3) = self.loss(&batch);
         let (ce_value, n3_value) = (scalar(&ce), scalar(&n3));

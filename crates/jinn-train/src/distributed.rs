@@ -2,12 +2,13 @@
 //! own shard of each global batch, and the ranks average their gradients before the
 //! identical optimiser update.
 //!
-//! The transport is a [`Collective`] — in practice MPI ([`mpi`], cargo feature `mpi`) —
-//! installed once per process with [`install`] before the training tasks are built. Nothing
+//! The transport is a [`Collective`]: MPI ([`mpi`], cargo feature `mpi`), installed once per
+//! process with [`install`] before the training tasks are built, or threads of one process
+//! ([`threads`]: `train.local_ranks`), each of which runs its rank inside [`as_rank`]. Nothing
 //! is installed in a plain run: [`rank`] is 0, [`world_size`] is 1 and every function here is a
 //! no-op, so single-process training is untouched. The process group is process-wide state by
-//! nature (MPI is initialised once per process), hence one global rather than a handle passed
-//! through every task constructor.
+//! nature (MPI is initialised once per process), hence one global (or, for thread ranks, one
+//! per thread) rather than a handle passed through every task constructor.
 //!
 //! What each part of a run does with it:
 //! - **loaders** shard each global batch by [`rank`] / [`world_size`] (the jinn-data loader's
@@ -29,10 +30,12 @@
 pub mod gradients;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod threads;
 
 pub use gradients::{average_gradients, BUCKET_BYTES};
 
 use crate::error::{Result, TrainError};
+use std::cell::RefCell;
 use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
@@ -60,19 +63,47 @@ pub fn install(collective: Arc<dyn Collective>) -> Result<()> {
         .map_err(|_| TrainError::distributed("a process group is already installed in this process"))
 }
 
-/// The installed process group with more than one rank, if any.
-pub fn collective() -> Option<&'static dyn Collective> {
-    COLLECTIVE.get().map(|c| c.as_ref()).filter(|c| c.size() > 1)
+thread_local! {
+    /// The group of a thread that runs one rank of [`threads`] ([`as_rank`]).
+    static THREAD_GROUP: RefCell<Option<Arc<dyn Collective>>> = const { RefCell::new(None) };
 }
 
-/// This process's rank (0 without a process group).
+/// Run `f` as rank `group.rank()` of `group` on this thread: inside it [`rank`],
+/// [`world_size`] and [`collective`] answer for `group`. An error if the process is already
+/// part of an MPI job (one kind of group at a time).
+pub fn as_rank<R>(group: Arc<dyn Collective>, f: impl FnOnce() -> R) -> Result<R> {
+    if COLLECTIVE.get().is_some_and(|c| c.size() > 1) {
+        return Err(TrainError::config(
+            "train.local_ranks",
+            "must be 1 in an MPI job (ranks are processes there); run without mpirun for thread ranks",
+        ));
+    }
+    /// Clears the thread's group when `f` returns or unwinds.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            THREAD_GROUP.with(|g| g.borrow_mut().take());
+        }
+    }
+    THREAD_GROUP.with(|g| *g.borrow_mut() = Some(group));
+    let _reset = Reset;
+    Ok(f())
+}
+
+/// The group this thread trains in: its thread group ([`as_rank`]), else the installed
+/// process group; `None` when there is none or it has one rank.
+pub fn collective() -> Option<Arc<dyn Collective>> {
+    THREAD_GROUP.with(|g| g.borrow().clone()).or_else(|| COLLECTIVE.get().cloned()).filter(|c| c.size() > 1)
+}
+
+/// This rank (0 without a group).
 pub fn rank() -> usize {
-    COLLECTIVE.get().map_or(0, |c| c.rank())
+    collective().map_or(0, |c| c.rank())
 }
 
-/// Number of ranks (1 without a process group).
+/// Number of ranks (1 without a group).
 pub fn world_size() -> usize {
-    COLLECTIVE.get().map_or(1, |c| c.size())
+    collective().map_or(1, |c| c.size())
 }
 
 /// Whether this process writes the run's files (rank 0; always true without a group).
@@ -115,7 +146,7 @@ pub fn ensure_same_on_all_ranks(group: &dyn Collective, value: u64, what: &str) 
 /// decides the same dead-code resets.
 pub fn sum_counts_over_ranks(counts: &mut [u64]) -> Result<()> {
     match collective() {
-        Some(group) => sum_counts(group, counts),
+        Some(group) => sum_counts(group.as_ref(), counts),
         None => Ok(()),
     }
 }
@@ -125,7 +156,7 @@ pub fn sum_counts_over_ranks(counts: &mut [u64]) -> Result<()> {
 /// global batch, such as resetting a dead code to a random encoder output of the batch.
 pub fn gather_over_ranks(rows: &[f32]) -> Result<Vec<f32>> {
     match collective() {
-        Some(group) => gather(group, rows),
+        Some(group) => gather(group.as_ref(), rows),
         None => Ok(rows.to_vec()),
     }
 }

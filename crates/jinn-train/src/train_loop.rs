@@ -46,7 +46,7 @@ pub struct StepContext {
     pub lr: f64,
     /// Micro-batches to accumulate before the optimiser update (`train.grad_accum`).
     pub grad_accum: usize,
-    /// Samples per micro-batch on this rank ([`TrainConfig::micro_batch`]).
+    /// Samples per micro-batch on this rank ([`TrainConfig::rank_micro_batch`]).
     pub micro_batch: usize,
     /// Global-norm clipping threshold, if any ([`crate::optim::clip_global_norm`]).
     pub clip_norm: Option<f64>,
@@ -65,7 +65,7 @@ impl StepContext {
             step,
             lr: train.lr.lr(step, train.steps),
             grad_accum: train.grad_accum,
-            micro_batch: train.micro_batch(),
+            micro_batch: train.rank_micro_batch(),
             clip_norm: train.clip_norm,
             seed: train.seed,
             logged,
@@ -236,6 +236,18 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
     train.validate()?;
     ensure_precision(task, train.precision)?;
     let group = distributed::collective();
+    let group = group.as_deref();
+    if train.local_ranks > 1 && distributed::world_size() != train.local_ranks {
+        return Err(TrainError::config(
+            "train.local_ranks",
+            format!(
+                "{} thread ranks split each batch, but this run has {} rank(s): train through \
+                 `jinn train`, which starts them, or set train.local_ranks = 1",
+                train.local_ranks,
+                distributed::world_size()
+            ),
+        ));
+    }
     let leader = group.is_none_or(|g| g.rank() == 0);
     std::fs::create_dir_all(&opts.run_dir).map_err(|e| TrainError::io(&opts.run_dir, e))?;
     if leader {
@@ -260,14 +272,15 @@ pub fn run_observed<T: TrainTask, O: RunObserver + ?Sized>(
         (0, Vec::new())
     };
     if let Some(g) = group {
+        let per_rank = train.rank_micro_batch() * train.grad_accum;
         ensure_same_on_all_ranks(g, step, "the step to start from (each rank's newest good checkpoint)")?;
         if leader {
             tracing::info!(
                 "data-parallel over {} ranks: global batch = {} per rank × {} ranks = {}",
                 g.size(),
-                train.batch_size,
+                per_rank,
                 g.size(),
-                train.batch_size * g.size()
+                per_rank * g.size()
             );
         }
     }

@@ -78,7 +78,7 @@ fn open_splits(
 /// run ([`jinn_train::distributed`]), the whole batch otherwise.
 pub(crate) fn loader_config(train: &TrainConfig, data: &DataConfig) -> LoaderConfig {
     LoaderConfig {
-        batch_size: train.micro_batch(),
+        batch_size: train.rank_micro_batch(),
         seq_len: data.seq_len,
         seed: train.seed,
         rank: jinn_train::distributed::rank(),
@@ -93,6 +93,7 @@ pub(crate) fn loader_config(train: &TrainConfig, data: &DataConfig) -> LoaderCon
 pub(crate) fn val_loader(train: &TrainConfig, data: &DataConfig, split: Arc<Dataset>) -> Result<Loader> {
     let cfg = LoaderConfig {
         seed: derive_seed(train.seed, "val-loader", 0),
+        batch_size: train.micro_batch(),
         threads: 0,
         rank: 0,
         world_size: 1,

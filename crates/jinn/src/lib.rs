@@ -119,15 +119,17 @@ fn run_command(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// Runs `job` on a thread of a rayon pool with one thread per core, instead of on the main thread.
+/// Runs `job` on a rayon pool with one thread per core, of which the calling thread is one.
 ///
 /// Burn's CPU backend parallelises each matmul (and jinn's CPU kernels) with rayon. Called from
 /// outside the pool, every such op wakes the workers, blocks the calling thread until they finish
 /// and lets them fall asleep again, while the single-threaded ops in between run on a thread of
-/// their own; the handoffs cost about 6 % of a jasmine-small training step on 2 cores. On a pool
-/// thread the caller takes part in its own parallel work. 8 MiB stacks, as the main thread has.
+/// their own; the handoffs cost about 6 % of a jasmine-small training step on 2 cores. As a
+/// worker of the pool the caller takes part in its own parallel work. The caller stays the thread
+/// that runs the command, so a command started on the main thread allocates from glibc's main
+/// arena (`alloc_tuning`).
 fn on_compute_pool<R: Send>(job: impl FnOnce() -> R + Send) -> R {
-    match rayon::ThreadPoolBuilder::new().stack_size(8 << 20).build() {
+    match rayon::ThreadPoolBuilder::new().use_current_thread().stack_size(8 << 20).build() {
         Ok(pool) => pool.install(job),
         // No pool (threads cannot be spawned): run where we are, rayon then uses its global pool.
         Err(_) => job(),
@@ -152,10 +154,13 @@ mod tests {
     }
 
     #[test]
-    fn the_command_runs_on_a_pool_thread_with_one_thread_per_core() {
-        let (index, threads) =
-            on_compute_pool(|| (rayon::current_thread_index(), rayon::current_num_threads()));
-        assert!(index.is_some(), "not on a rayon pool thread");
+    fn the_command_runs_on_the_calling_thread_as_worker_0_of_a_pool_with_one_thread_per_core() {
+        let caller = std::thread::current().id();
+        let (index, threads, thread) = on_compute_pool(|| {
+            (rayon::current_thread_index(), rayon::current_num_threads(), std::thread::current().id())
+        });
+        assert_eq!(index, Some(0), "not worker 0 of a rayon pool");
+        assert_eq!(thread, caller, "the command left the calling thread");
         // rayon's default size: RAYON_NUM_THREADS if set, else one thread per core.
         let want = std::env::var("RAYON_NUM_THREADS").ok().and_then(|n| n.parse().ok()).filter(|&n| n > 0);
         assert_eq!(

@@ -277,3 +277,53 @@ fn a_gpu_device_without_its_feature_says_how_to_rebuild() {
         jinn(&["train", "tokenizer", "--data", p(dir.path()), "--out", p(dir.path()), "--device", "cuda:0"]);
     assert!(!o.status.success() && text(&o).contains("--features cuda"), "{}", text(&o));
 }
+
+/// The `loss` of every logged training step in `run`'s metrics.jsonl.
+fn train_losses(run: &Path) -> Vec<(u64, f64)> {
+    let text = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["split"] == "train")
+        .map(|r| (r["step"].as_u64().unwrap(), r["metrics"]["loss"].as_f64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn two_thread_ranks_train_the_model_of_one_rank_and_their_checkpoint_resumes_on_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, one) = tiny_trained_run(dir.path());
+    let config = dir.path().join("tok.toml");
+    let train = |out: &Path, extra: &[&str]| {
+        let mut args =
+            vec!["train", "tokenizer", "--config", p(&config), "--data", p(&data), "--out", p(out)];
+        args.extend_from_slice(extra);
+        jinn(&args)
+    };
+    let two = dir.path().join("two-ranks");
+    let o = train(&two, &["--set", "train.local_ranks=2"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("1 per rank × 2 ranks = 2"), "{t}");
+    // Rank 0 alone reports: one summary line.
+    assert_eq!(t.matches("steps 0..3 in").count(), 1, "{t}");
+    let (a, b) = (train_losses(&one), train_losses(&two));
+    assert_eq!(a.len(), 3, "{a:?}");
+    assert_eq!(a.iter().map(|s| s.0).collect::<Vec<_>>(), b.iter().map(|s| s.0).collect::<Vec<_>>());
+    for ((step, x), (_, y)) in a.iter().zip(&b) {
+        // The same batch, draws and update: equal up to the order of float sums.
+        assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "step {step}: loss {x} on one rank, {y} on two");
+    }
+    // The two-rank checkpoint continues on one rank, as one rank's own checkpoint does.
+    let o = train(&two, &["--resume", "--set", "train.steps=4"]);
+    assert!(o.status.success() && text(&o).contains("steps 3..4"), "{}", text(&o));
+    let o = train(&one, &["--resume", "--set", "train.steps=4"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (a, b) = (train_losses(&one), train_losses(&two));
+    let (x, y) = (a[3].1, b[3].1);
+    assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "step 4: {x} against {y}");
+
+    // Ranks that cannot split the batch are refused with the field's name.
+    let o = train(&dir.path().join("three"), &["--set", "train.local_ranks=3"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("train.local_ranks") && text(&o).contains("batch_size (2)"), "{}", text(&o));
+}

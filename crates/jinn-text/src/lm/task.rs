@@ -224,7 +224,7 @@ impl TrainTask for LmTask {
     }
 
     fn micro_batch(&mut self, ctx: &MicroContext) -> Result<MicroBatch> {
-        let micro = self.cfg.train.micro_batch();
+        let micro = self.cfg.train.rank_micro_batch();
         let seq = self.cfg.model.max_seq;
         let device = self.model.device();
         // The global micro-batch's windows from (seed, micro-batch index); this rank takes its slice.

@@ -1,74 +1,19 @@
-//! In-process checks of the data-parallel pieces: ranks are threads joined by [`ThreadGroup`]
+//! In-process checks of the data-parallel pieces: ranks are threads joined by [`ThreadRanks`]
 //! (the MPI runs themselves are tested by `crates/jinn/tests/mpi.rs` under `mpirun`).
 
 use super::gradients::average_gradients_in_buckets;
+use super::threads::ThreadRanks;
 use super::*;
 use crate::optim::OptimConfig;
 use crate::train_loop::{average_metrics, Metrics};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
-use std::sync::{Barrier, Mutex};
 
-/// Ranks that are threads of one process: an all-reduce deposits each rank's buffer, waits
-/// for all, and sums the deposits in rank order.
-#[derive(Debug)]
-struct Shared {
-    slots: Mutex<Vec<Vec<f64>>>,
-    barrier: Barrier,
-}
-
-#[derive(Debug, Clone)]
-struct ThreadGroup {
-    rank: usize,
-    shared: Arc<Shared>,
-}
-
-impl ThreadGroup {
-    /// One handle per rank.
-    fn new(size: usize) -> Vec<ThreadGroup> {
-        let shared =
-            Arc::new(Shared { slots: Mutex::new(vec![Vec::new(); size]), barrier: Barrier::new(size) });
-        (0..size).map(|rank| ThreadGroup { rank, shared: shared.clone() }).collect()
-    }
-
-    fn reduce(&self, values: Vec<f64>) -> Vec<f64> {
-        self.shared.slots.lock().unwrap()[self.rank] = values;
-        self.shared.barrier.wait();
-        let slots = self.shared.slots.lock().unwrap().clone();
-        self.shared.barrier.wait(); // nobody deposits the next round before all have read
-        let mut sum = vec![0.0; slots[0].len()];
-        for s in &slots {
-            assert_eq!(s.len(), sum.len(), "ranks reduce buffers of different lengths");
-            sum.iter_mut().zip(s).for_each(|(a, b)| *a += b);
-        }
-        sum
-    }
-}
-
-impl Collective for ThreadGroup {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn size(&self) -> usize {
-        self.shared.slots.lock().unwrap().len()
-    }
-    fn all_reduce_sum_f32(&self, buf: &mut [f32]) -> Result<()> {
-        let sum = self.reduce(buf.iter().map(|&v| v as f64).collect());
-        buf.iter_mut().zip(sum).for_each(|(b, s)| *b = s as f32);
-        Ok(())
-    }
-    fn all_reduce_sum_f64(&self, buf: &mut [f64]) -> Result<()> {
-        let sum = self.reduce(buf.to_vec());
-        buf.copy_from_slice(&sum);
-        Ok(())
-    }
-}
-
-/// Run `f(group)` on every rank of a `size`-rank [`ThreadGroup`], results in rank order.
-fn on_ranks<T: Send>(size: usize, f: impl Fn(ThreadGroup) -> T + Sync) -> Vec<T> {
+/// Run `f(group)` on every rank of a `size`-rank [`ThreadRanks`] group, results in rank order.
+fn on_ranks<T: Send>(size: usize, f: impl Fn(ThreadRanks) -> T + Sync) -> Vec<T> {
     std::thread::scope(|s| {
-        let handles: Vec<_> = ThreadGroup::new(size).into_iter().map(|g| s.spawn(|| f(g))).collect();
+        let handles: Vec<_> = ThreadRanks::group(size).into_iter().map(|g| s.spawn(|| f(g))).collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     })
 }

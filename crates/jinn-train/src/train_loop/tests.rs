@@ -134,6 +134,7 @@ fn train_cfg() -> TrainConfig {
         keep_last: 2,
         keep_every: 4,
         precision: Default::default(),
+        local_ranks: 1,
     }
 }
 
@@ -350,4 +351,15 @@ fn a_model_on_the_cpu_backend_is_on_the_cpu() {
         bias: None,
     };
     assert!(runs_on_cpu(&plain));
+}
+
+#[test]
+fn thread_ranks_in_the_config_without_the_ranks_are_refused_not_run_on_half_a_batch() {
+    let cfg = TrainConfig { local_ranks: 2, ..train_cfg() }; // batch 8, grad_accum 2
+    assert_eq!(cfg.rank_micro_batch(), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let err = run(&mut Regression::new(1), &cfg, &opts(dir.path(), false, None)).unwrap_err().to_string();
+    assert!(err.contains("train.local_ranks") && err.contains("1 rank"), "{err}");
+    let err = TrainConfig { local_ranks: 3, ..train_cfg() }.validate().unwrap_err().to_string();
+    assert!(err.contains("train.local_ranks") && err.contains("train.batch_size (8)"), "{err}");
 }

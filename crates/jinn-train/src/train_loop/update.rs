@@ -173,13 +173,13 @@ pub fn step_gradients<T: TrainTask>(task: &mut T, ctx: &StepContext) -> Result<(
     }
     let mut grads = accumulator.grads();
     let group = distributed::collective();
-    if let Some(group) = group {
-        average_gradients(task.model(), &mut grads, group)?;
+    if let Some(group) = &group {
+        average_gradients(task.model(), &mut grads, group.as_ref())?;
     }
     if let Some(mut total) = weights.total {
         // Σ over ranks of ∇(loss · weight), averaged above: rescale to the global mean.
-        let ranks = group.map_or(1.0, |g| g.size() as f64);
-        if let Some(group) = group {
+        let ranks = group.as_ref().map_or(1.0, |g| g.size() as f64);
+        if let Some(group) = &group {
             let mut buf = [total];
             group.all_reduce_sum_f64(&mut buf)?;
             total = buf[0];

@@ -171,7 +171,9 @@ fn ground_lam_codes(cfg: &GenieRunConfig, model: &Genie, train: &Dataset) -> Res
         .metadata()
         .and_then(|m| jinn_data::metadata::action_names(&m.env, m.num_actions))
         .unwrap_or_default();
-    eprintln!("LAM codes grounded in the recorded actions: {}", grounding.describe(&names));
+    if jinn_train::distributed::is_leader() {
+        eprintln!("LAM codes grounded in the recorded actions: {}", grounding.describe(&names));
+    }
     Ok(Some(grounding))
 }
 

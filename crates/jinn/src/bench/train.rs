@@ -126,6 +126,8 @@ pub fn run(a: TrainBenchArgs) -> anyhow::Result<()> {
 /// Only the step is timed: no validation, and the LR schedule must span the benchmark.
 fn prepare_train(train: &mut TrainConfig, a: &TrainBenchArgs) {
     train.val_every = 0;
+    // The step of one rank over the whole batch (thread ranks are a `jinn train` matter).
+    train.local_ranks = 1;
     train.steps = train.steps.max(a.warmup + a.steps);
 }
 

@@ -10,7 +10,7 @@ use jinn_world::{DynamicsRunConfig, LamRunConfig, TokenizerRunConfig};
 use std::any::Any;
 
 /// A task's whole run config (`model`, `train`, `data`, …), loaded from TOML with `--set`s.
-pub trait RunConfig: Any {
+pub trait RunConfig: Any + Send + Sync {
     /// The `train` section.
     fn train(&self) -> &TrainConfig;
     /// The `train` section, to adjust before building (`jinn bench train` turns validation off).
