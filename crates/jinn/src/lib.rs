@@ -129,10 +129,25 @@ fn run_command(command: Command) -> anyhow::Result<()> {
 /// that runs the command, so a command started on the main thread allocates from glibc's main
 /// arena (`alloc_tuning`).
 fn on_compute_pool<R: Send>(job: impl FnOnce() -> R + Send) -> R {
-    match rayon::ThreadPoolBuilder::new().use_current_thread().stack_size(8 << 20).build() {
-        Ok(pool) => pool.install(job),
-        // No pool (threads cannot be spawned): run where we are, rayon then uses its global pool.
-        Err(_) => job(),
+    thread_local! {
+        /// This thread's pool, made on the first command: rayon cannot take a thread back out
+        /// of a pool it joined (and a dropped pool's worker 0 would hand its ops to a pool that
+        /// has shut down), so the pool lives as long as the process and later commands on the
+        /// thread (`run_args`) reuse it.
+        static COMPUTE_POOL: std::cell::OnceCell<Option<&'static rayon::ThreadPool>> =
+            const { std::cell::OnceCell::new() };
+    }
+    let pool = COMPUTE_POOL.with(|pool| {
+        *pool.get_or_init(|| {
+            let built = rayon::ThreadPoolBuilder::new().use_current_thread().stack_size(8 << 20).build();
+            built.ok().map(|p| &*Box::leak(Box::new(p)))
+        })
+    });
+    match pool {
+        Some(pool) => pool.install(job),
+        // No pool (threads cannot be spawned, or this thread already works for one): run where
+        // we are, rayon then uses the pool this thread is in or its global pool.
+        None => job(),
     }
 }
 
@@ -156,11 +171,26 @@ mod tests {
     #[test]
     fn the_command_runs_on_the_calling_thread_as_worker_0_of_a_pool_with_one_thread_per_core() {
         let caller = std::thread::current().id();
-        let (index, threads, thread) = on_compute_pool(|| {
-            (rayon::current_thread_index(), rayon::current_num_threads(), std::thread::current().id())
-        });
+        let on_pool = || {
+            on_compute_pool(|| {
+                // A parallel op, as a training step's first.
+                let sum: u64 = rayon::iter::ParallelIterator::sum(
+                    rayon::iter::IntoParallelIterator::into_par_iter(0..1000u64),
+                );
+                (
+                    rayon::current_thread_index(),
+                    rayon::current_num_threads(),
+                    std::thread::current().id(),
+                    sum,
+                )
+            })
+        };
+        let (index, threads, thread, sum) = on_pool();
         assert_eq!(index, Some(0), "not worker 0 of a rayon pool");
         assert_eq!(thread, caller, "the command left the calling thread");
+        assert_eq!(sum, 499_500);
+        // A second command on the thread (as `run_args` runs them) finds its pool working.
+        assert_eq!(on_pool(), (index, threads, thread, sum));
         // rayon's default size: RAYON_NUM_THREADS if set, else one thread per core.
         let want = std::env::var("RAYON_NUM_THREADS").ok().and_then(|n| n.parse().ok()).filter(|&n| n > 0);
         assert_eq!(

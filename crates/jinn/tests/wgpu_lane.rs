@@ -116,6 +116,9 @@ fn schedule(steps: usize) -> Vec<String> {
         format!("train.val_every={}", steps.max(1000)),
         "train.image_every=0".into(),
         "train.batch_size=2".into(),
+        // One rank on both devices (the demo's dynamics config trains two thread ranks on the
+        // CPU, whose logged loss averages per-rank means rather than pooling the tokens).
+        "train.local_ranks=1".into(),
     ];
     sets.into_iter().flat_map(|s| ["--set".to_string(), s]).collect()
 }
