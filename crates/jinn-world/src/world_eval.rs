@@ -41,7 +41,7 @@ use jinn_data::metrics::{psnr, ssim};
 use jinn_data::objects::Game;
 use jinn_data::FrameShape;
 use jinn_train::{Result, TrainError};
-use objects::{ObjectMetrics, ObjectTally};
+use objects::{serve_transitions, ObjectMetrics, ObjectTally};
 use rand::Rng;
 use serde::Serialize;
 
@@ -103,6 +103,8 @@ pub struct WorldEval {
     /// `(LAM code, recorded action)` of every transition seen.
     lam_codes: Vec<i64>,
     true_actions: Vec<i64>,
+    /// Breakout: whether the frames show each of those transitions as a serve.
+    serves: Vec<bool>,
     objects: Option<ObjectTallies>,
 }
 
@@ -152,6 +154,9 @@ pub struct WorldMetrics {
     /// How often each LAM code (row) met each recorded action (column) over those
     /// transitions; `None` without recorded actions.
     pub code_action_counts: Option<Vec<Vec<usize>>>,
+    /// Breakout: how many of each LAM code's transitions (row of `code_action_counts`) the
+    /// frames show as a serve (the ball launched from the paddle).
+    pub code_serve_counts: Option<Vec<usize>>,
     /// Object scores, when the frames show a built-in game.
     pub objects: Option<WorldObjectMetrics>,
 }
@@ -186,6 +191,7 @@ impl WorldEval {
             copy_ssim: vec![0.0; g],
             lam_codes: Vec::new(),
             true_actions: Vec::new(),
+            serves: Vec::new(),
             objects,
         })
     }
@@ -216,17 +222,31 @@ impl WorldEval {
         let recorded_t = Tensor::<2, Int>::from_data(TensorData::new(recorded.clone(), [b, s]), &device);
         let (_, lam_ids) =
             world.latent_actions(videos, Some(recorded_t), self.cfg.sampler.window).map_err(model_err)?;
-        self.pair_codes(lam_ids, Some(&recorded), b, s);
-        Ok(())
+        self.pair_codes(lam_ids, Some(&recorded), frames, shape, [b, s])
     }
 
     /// Pair the LAM codes `[b·(s−1)]` (when the model has a LAM) with the recorded actions
-    /// `[b, s]` (when the data has them).
-    fn pair_codes(&mut self, lam_ids: Option<Tensor<1, Int>>, recorded: Option<&[i64]>, b: usize, s: usize) {
-        if let (Some(ids), Some(recorded)) = (lam_ids, recorded) {
-            let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
-            pair_transitions(&ids, recorded, b, s, &mut self.lam_codes, &mut self.true_actions);
+    /// `[b, s]` (when the data has them) and, on breakout, with the serves `frames`
+    /// (`[b, s, h, w, c]` u8) show.
+    fn pair_codes(
+        &mut self,
+        lam_ids: Option<Tensor<1, Int>>,
+        recorded: Option<&[i64]>,
+        frames: &[u8],
+        shape: FrameShape,
+        [b, s]: [usize; 2],
+    ) -> Result<()> {
+        let (Some(ids), Some(recorded)) = (lam_ids, recorded) else {
+            return Ok(());
+        };
+        let ids: Vec<i64> = ids.try_into_vec_as::<i64>().expect("integer tensor data"); // [b·(s−1)]
+        pair_transitions(&ids, recorded, b, s, &mut self.lam_codes, &mut self.true_actions);
+        if self.cfg.game == Some(Game::Breakout) {
+            let serves = serve_transitions(frames, shape, [b, s])
+                .map_err(|e| TrainError::config("objects", e.to_string()))?;
+            self.serves.extend(serves);
         }
+        Ok(())
     }
 
     /// Evaluate the first `clips` clips of `batch` (clips of exactly `C + G` frames) with
@@ -266,7 +286,7 @@ impl WorldEval {
         let encoded = world.encode(videos.clone()).map_err(model_err)?; // tokens [b, s, n] or latents [b, s, n, l]
         let (actions, lam_ids) =
             world.latent_actions(videos, recorded_t, self.cfg.sampler.window).map_err(model_err)?; // [b, s−1, la]
-        self.pair_codes(lam_ids, recorded.as_deref(), b, s);
+        self.pair_codes(lam_ids, recorded.as_deref(), truth, shape, [b, s])?;
 
         let sampler = SamplerConfig {
             seed: self.cfg.sampler.seed.wrapping_add(self.batches),
@@ -313,6 +333,16 @@ impl WorldEval {
         Ok(())
     }
 
+    /// Serves per LAM code, one entry per row of the code/action table.
+    fn code_serve_counts(&self) -> Vec<usize> {
+        let rows = self.lam_codes.iter().copied().max().map_or(0, |m| (m.max(-1) + 1) as usize);
+        let mut counts = vec![0; rows];
+        for (&code, _) in self.lam_codes.iter().zip(&self.serves).filter(|(&c, &serve)| serve && c >= 0) {
+            counts[code as usize] += 1;
+        }
+        counts
+    }
+
     /// Means over the clips added.
     pub fn finish(&self) -> Result<WorldMetrics> {
         if self.clips == 0 {
@@ -356,6 +386,7 @@ impl WorldEval {
             nmi_transitions: self.lam_codes.len(),
             code_action_counts: (!self.lam_codes.is_empty())
                 .then(|| code_action_counts(&self.lam_codes, &self.true_actions)),
+            code_serve_counts: (!self.serves.is_empty()).then(|| self.code_serve_counts()),
             objects: self.objects.as_ref().map(|o| WorldObjectMetrics {
                 game: o.rollout.game().name().to_string(),
                 rollout: o.rollout.finish(),

@@ -91,6 +91,15 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
         .map(|n| n.as_u64().unwrap())
         .sum();
     assert_eq!(counts, 5 * 2, "the code × action table counts every transition: {m}");
+    // Breakout: one serve count per row of the table, within that row's transitions.
+    let rows = m["code_action_counts"].as_array().unwrap();
+    let serves = m["code_serve_counts"].as_array().expect("breakout frames: serves per code");
+    assert_eq!(serves.len(), rows.len(), "{m}");
+    for (serve, row) in serves.iter().zip(rows) {
+        let row: u64 = row.as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
+        assert!(serve.as_u64().unwrap() <= row, "{m}");
+    }
+    assert!(text(&o).contains("serves"), "{}", text(&o));
     let nmi = m["nmi"].as_f64().expect("breakout records actions: an NMI");
     assert!((0.0..=1.0).contains(&nmi), "{m}");
     let per_frame =

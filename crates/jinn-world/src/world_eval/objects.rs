@@ -241,6 +241,26 @@ fn first_event_groups(events: &[Option<BallEvent>], context: usize) -> Vec<usize
         .collect()
 }
 
+/// Breakout: for each clip of `frames` (`[b, s]` frames of `shape`), whether each transition
+/// `t → t + 1` (`[b, s − 1]`, row-major) is a serve: the frames show the ball launched from
+/// the paddle, so a LAM's code table can say whether any code names that moment.
+pub fn serve_transitions(
+    frames: &[u8],
+    shape: FrameShape,
+    [b, s]: [usize; 2],
+) -> Result<Vec<bool>, jinn_data::DataError> {
+    let fb = shape.frame_bytes();
+    let mut serves = Vec::with_capacity(b * s.saturating_sub(1));
+    for bi in 0..b {
+        let track = (0..s)
+            .map(|t| detect_breakout(&frames[(bi * s + t) * fb..(bi * s + t + 1) * fb], shape))
+            .collect::<Result<Vec<_>, _>>()?;
+        let events = ball_events(&track, shape);
+        serves.extend(events[1..].iter().map(|e| *e == Some(BallEvent::Serve)));
+    }
+    Ok(serves)
+}
+
 /// Breakout: one pair of detections (truth, generated) into `tally`.
 fn add_breakout(
     tally: &mut FrameTally,
@@ -348,6 +368,31 @@ mod tests {
             }
         }
         copy
+    }
+
+    /// Clips whose ball rests on the paddle for a few frames, each clip serving at its own
+    /// step: exactly the transition in which the game launches the ball is a serve.
+    #[test]
+    fn serve_transitions_mark_the_launch_the_game_makes() {
+        let (b, s) = (3, 8);
+        let fb = SHAPE.frame_bytes();
+        let mut frames = vec![0u8; b * s * fb];
+        let mut launched = Vec::new(); // [b, s − 1]: the game's own account
+        for (c, clip) in frames.chunks_exact_mut(s * fb).enumerate() {
+            let mut game = Breakout::new(SHAPE);
+            game.reset(c as u64 + 11);
+            let fire_at = 2 + c; // the action after frame `fire_at`
+            for (t, frame) in clip.chunks_exact_mut(fb).enumerate() {
+                game.render(frame);
+                if t + 1 < s {
+                    let resting = game.ball_resting();
+                    game.step(if t == fire_at { 3 } else { 1 + t % 2 }).unwrap();
+                    launched.push(resting && !game.ball_resting());
+                }
+            }
+        }
+        assert_eq!(launched.iter().filter(|&&l| l).count(), b, "one launch per clip");
+        assert_eq!(serve_transitions(&frames, SHAPE, [b, s]).unwrap(), launched);
     }
 
     #[test]

@@ -241,11 +241,21 @@ pub fn print_table(m: &WorldMetrics) {
     if let Some(counts) = &m.code_action_counts {
         println!("  transitions per LAM code (rows) and recorded action (columns):");
         let actions = counts.first().map_or(0, Vec::len);
-        let header: Vec<String> = (0..actions).map(|a| format!("{:>6}", format!("a{a}"))).collect();
+        let serves = m.code_serve_counts.as_ref();
+        let mut header: Vec<String> = (0..actions).map(|a| format!("{:>6}", format!("a{a}"))).collect();
+        if serves.is_some() {
+            header.push(format!("{:>8}", "serves"));
+        }
         println!("  {:>5} {}", "code", header.join(""));
         for (code, row) in counts.iter().enumerate() {
-            let cells: Vec<String> = row.iter().map(|n| format!("{n:>6}")).collect();
+            let mut cells: Vec<String> = row.iter().map(|n| format!("{n:>6}")).collect();
+            if let Some(serves) = serves {
+                cells.push(format!("{:>8}", serves.get(code).copied().unwrap_or(0)));
+            }
             println!("  {code:>5} {}", cells.join(""));
+        }
+        if serves.is_some() {
+            println!("  (serves: transitions whose frames show the ball launched from the paddle)");
         }
     }
     if let Some(o) = &m.objects {
@@ -398,6 +408,7 @@ mod tests {
             nmi_arithmetic: Some(0.01),
             nmi_transitions: 100,
             code_action_counts: None,
+            code_serve_counts: None,
             objects: None,
         }
     }
