@@ -22,7 +22,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BallEvent {
-    /// Launched from resting on the paddle (`fire`), in a direction the game draws at random.
+    /// Launched from resting on the paddle (`fire`), towards the middle of the field.
     Serve,
     /// Bounced off the paddle (its angle set by where on the paddle it lands).
     PaddleBounce,
