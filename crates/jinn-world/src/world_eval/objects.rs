@@ -256,7 +256,7 @@ pub fn serve_transitions(
             .map(|t| detect_breakout(&frames[(bi * s + t) * fb..(bi * s + t + 1) * fb], shape))
             .collect::<Result<Vec<_>, _>>()?;
         let events = ball_events(&track, shape);
-        serves.extend(events[1..].iter().map(|e| *e == Some(BallEvent::Serve)));
+        serves.extend(events.iter().skip(1).map(|e| *e == Some(BallEvent::Serve)));
     }
     Ok(serves)
 }
