@@ -104,6 +104,13 @@ impl DynamicsConfig {
                 ),
             });
         }
+        let own_share = maskgit.map_or(0.0, |c| c.previous_frame_own_share);
+        if !(0.0..=1.0).contains(&own_share) || (own_share > 0.0 && !previous_input) {
+            return Err(NnError::InvalidConfig {
+                field: "previous_frame_own_share",
+                reason: format!("must be in [0, 1], and 0 without `previous_frame_input`; got {own_share}"),
+            });
+        }
         let (v, m) = (num_codes, self.model_dim);
         let causal = maskgit.is_none();
         let std = 1.0 / (m as f64).sqrt();
@@ -148,6 +155,7 @@ impl DynamicsConfig {
             causal,
             mask_limit,
             mask_ratio_per_frame,
+            previous_frame_own_share: own_share,
             z_loss_weight: tokens.z_loss_weight,
             changed_token_weight: tokens.changed_token_weight,
         })
@@ -188,6 +196,9 @@ pub struct Dynamics {
     pub mask_limit: f64,
     /// One MaskGIT mask ratio per frame instead of per clip.
     pub mask_ratio_per_frame: bool,
+    /// Share of training clips whose previous-frame input reads the model's own predictions
+    /// (see [`crate::dynamics::MaskGitConfig`]).
+    pub previous_frame_own_share: f64,
     /// z-loss weight.
     pub z_loss_weight: f64,
     /// Loss weight of tokens changed since the previous frame (see [`DynamicsConfig`]).
@@ -244,10 +255,22 @@ impl Dynamics {
         mask: Option<Tensor<3, Bool>>,
         backbone: &mut dyn FnMut(Tensor<4>) -> Tensor<4>,
     ) -> Result<Tensor<4>, NnError> {
+        self.logits_reading(tokens.clone(), tokens, actions, mask, backbone)
+    }
+
+    /// [`Dynamics::logits_with`] with the previous-frame input read from `previous` `[B, T, N]`
+    /// instead of `tokens` (`previous_frame_own_share`).
+    pub fn logits_reading(
+        &self,
+        tokens: Tensor<3, Int>,
+        previous: Tensor<3, Int>,
+        actions: Tensor<3>,
+        mask: Option<Tensor<3, Bool>>,
+        backbone: &mut dyn FnMut(Tensor<4>) -> Tensor<4>,
+    ) -> Result<Tensor<4>, NnError> {
         let [b, t, n] = tokens.dims();
         self.check_inputs([b, t, n], &actions, mask.as_ref())?;
         let m = self.token_embed.shape().dims::<2>()[1];
-        let tokens_all = tokens.clone();
         let emb = self.token_embed.val().select(0, tokens.reshape([b * t * n])).reshape([b, t, n, m]); // [b, t, n, m]
         let emb = match (&self.mask_token, mask) {
             (Some(token), Some(mask)) => {
@@ -256,7 +279,7 @@ impl Dynamics {
             }
             _ => emb,
         };
-        let emb = match self.previous_frame_rows(&tokens_all) {
+        let emb = match self.previous_frame_rows(&previous) {
             Some(previous) => emb + previous, // [b, t, n, m]
             None => emb,
         };

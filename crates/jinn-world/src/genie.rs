@@ -22,7 +22,7 @@ use crate::mae::MaeTokenizer;
 use crate::tokenizer::TOKENIZER_KIND;
 use crate::tokenizer::{Tokenizer, TokenizerConfig, TokenizerKind};
 use burn::module::{Module, Param};
-use burn::tensor::{Device, Distribution, FloatDType, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Distribution, FloatDType, Int, Tensor, TensorData};
 use jinn_data::rng::SampleStreams;
 use jinn_nn::init::{host_random, lazy_param};
 use jinn_nn::ops::token_cross_entropy;
@@ -294,7 +294,14 @@ impl Genie {
                 mask_streams,
             )?;
             let mask_t = maskgit::mask_tensor(&mask, dims, &device);
-            let logits = self.dynamics.logits_with(tokens.clone(), latent, Some(mask_t.clone()), backbone)?;
+            let previous = self.previous_frame_source(&tokens, &latent, &mask, &mask_t, mask_streams)?; // [b, t, n]
+            let logits = self.dynamics.logits_reading(
+                tokens.clone(),
+                previous,
+                latent,
+                Some(mask_t.clone()),
+                backbone,
+            )?;
             (logits, mask, mask_t.float())
         };
         let logits = logits.cast(FloatDType::F32); // [b, t, n, v]
@@ -303,6 +310,29 @@ impl Genie {
         let losses = token_cross_entropy(logits.clone(), tokens.clone(), weight, self.dynamics.z_loss_weight);
         let (loss, ce, z_loss) = (losses.loss, losses.ce, losses.z);
         Ok(GenieOutput { tokens, logits, loss_positions, loss, loss_weight, ce, z_loss, lam_indices })
+    }
+
+    /// The tokens `[B, T, N]` the MaskGIT previous-frame input reads in training: the true
+    /// ones, or for the clips drawn by `previous_frame_own_share`, at the masked positions,
+    /// the argmax of a first pass over the same masked clip (no gradient flows through it).
+    fn previous_frame_source(
+        &self,
+        tokens: &Tensor<3, Int>,
+        latent: &Tensor<3>,
+        mask: &[bool],
+        mask_t: &Tensor<3, Bool>,
+        mask_streams: &SampleStreams,
+    ) -> std::result::Result<Tensor<3, Int>, NnError> {
+        let dims = tokens.dims();
+        let own = maskgit::own_previous_clips(mask_streams, dims[0], self.dynamics.previous_frame_own_share)?;
+        if !own.contains(&true) {
+            return Ok(tokens.clone());
+        }
+        let first = self.dynamics.logits(tokens.clone(), latent.clone(), Some(mask_t.clone()))?.detach(); // [b, t, n, v]
+        let predicted: Vec<i64> = first.argmax(3).try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
+        let truth: Vec<i64> = tokens.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
+        let read = maskgit::own_previous_tokens(&truth, &predicted, mask, &own);
+        Ok(Tensor::from_data(TensorData::new(read, dims), &tokens.device()))
     }
 
     /// The model to run a training forward/backward on in `precision`: the dynamics and the

@@ -20,8 +20,9 @@
 //!
 //! * **Objects** (built-in games, [`objects`]): ball recall and hallucination, ball, paddle
 //!   and brick errors (breakout), view displacement and coins (maze), off-palette pixels — for
-//!   the rollout, the random-action rollout, a copy of the last context frame (the baseline a
-//!   model must beat) and the tokenizer's reconstruction of the true clip (the ceiling).
+//!   the rollout, the random-action rollout, the teacher-forced next frames (one step from the
+//!   truth: what a rollout's errors grow from), a copy of the last context frame (the baseline
+//!   a model must beat) and the tokenizer's reconstruction of the true clip (the ceiling).
 //!
 //! Frames are decoded by the tokenizer over the whole sequence (its temporal attention is
 //! causal, so a frame is decoded with its predecessors as context), rounded to `u8` as in
@@ -59,17 +60,18 @@ pub struct WorldEvalConfig {
     pub game: Option<Game>,
 }
 
-/// Object tallies of the four kinds of generated frames (see the module docs).
+/// Object tallies of the five kinds of generated frames (see the module docs).
 #[derive(Debug, Clone)]
 struct ObjectTallies {
     rollout: ObjectTally,
     random_actions: ObjectTally,
+    next_frame: ObjectTally,
     copy_last_frame: ObjectTally,
     reconstruction: ObjectTally,
 }
 
-/// Object scores of the rollout, the random-action rollout, the copy-the-last-frame baseline
-/// and the tokenizer's reconstruction of the true frames.
+/// Object scores of the rollout, the random-action rollout, the teacher-forced next frames,
+/// the copy-the-last-frame baseline and the tokenizer's reconstruction of the true frames.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorldObjectMetrics {
     /// The game the detector read (`breakout`, `maze`).
@@ -78,6 +80,9 @@ pub struct WorldObjectMetrics {
     pub rollout: ObjectMetrics,
     /// Rollout under uniformly random actions.
     pub random_actions: ObjectMetrics,
+    /// Every generated frame predicted from the true frames before it (one step, as the
+    /// next-frame PSNR): the model's error per step, before a rollout compounds it.
+    pub next_frame: ObjectMetrics,
     /// Every generated frame a copy of the last context frame.
     pub copy_last_frame: ObjectMetrics,
     /// The tokenizer's reconstruction of the true frames.
@@ -174,6 +179,7 @@ impl WorldEval {
         let objects = cfg.game.map(|game| ObjectTallies {
             rollout: ObjectTally::new(game, g),
             random_actions: ObjectTally::new(game, g),
+            next_frame: ObjectTally::new(game, g),
             copy_last_frame: ObjectTally::new(game, g),
             reconstruction: ObjectTally::new(game, g),
         });
@@ -317,6 +323,7 @@ impl WorldEval {
 
         // Teacher-forced next frame: frame t from the true frames 0..t.
         let la = actions.dims()[2];
+        let mut next_frames = truth.to_vec(); // [b, s, h, w, c] u8, frames c.. replaced below
         for t in c..s {
             let acts = actions.clone().slice([0..b, 0..t, 0..la]);
             let decoded =
@@ -327,6 +334,14 @@ impl WorldEval {
             score_frames(&frames_truth, &decoded, shape, [b, t + 1], t..t + 1, &mut p, &mut q)?;
             self.next_psnr[t - c] += p[0];
             self.next_ssim[t - c] += q[0];
+            for bi in 0..b {
+                let from = (bi * (t + 1) + t) * fb;
+                next_frames[(bi * s + t) * fb..(bi * s + t + 1) * fb]
+                    .copy_from_slice(&decoded[from..from + fb]);
+            }
+        }
+        if let Some(o) = &mut self.objects {
+            o.next_frame.add(truth, &next_frames, shape, [b, s], c).map_err(object_err)?;
         }
         self.clips += b;
         self.batches += 1;
@@ -391,6 +406,7 @@ impl WorldEval {
                 game: o.rollout.game().name().to_string(),
                 rollout: o.rollout.finish(),
                 random_actions: o.random_actions.finish(),
+                next_frame: o.next_frame.finish(),
                 copy_last_frame: o.copy_last_frame.finish(),
                 reconstruction: o.reconstruction.finish(),
             }),

@@ -118,7 +118,10 @@ fn eval_world_writes_metrics_and_names_bad_inputs(demo: &Path, tmp: &Path) {
     assert_eq!(objects["game"], "breakout", "{m}");
     let copy = &objects["copy_last_frame"]["overall"];
     assert_eq!((copy["frames"].as_u64(), copy["ball_recall"].as_f64()), (Some(3 * 2), Some(1.0)), "{m}");
-    for kind in ["rollout", "random_actions", "reconstruction"] {
+    // The first generated frame is the same sample in the rollout and one step from the truth.
+    assert_eq!(objects["next_frame"]["per_frame"][0], objects["rollout"]["per_frame"][0], "{m}");
+    assert!(text(&o).contains("next frame (one step)"), "{}", text(&o));
+    for kind in ["rollout", "random_actions", "next_frame", "reconstruction"] {
         let per_frame = objects[kind]["per_frame"].as_array().unwrap();
         assert_eq!(per_frame.len(), 2, "{kind}: {m}");
         let share = objects[kind]["overall"]["off_palette_share"].as_f64().unwrap();

@@ -102,6 +102,12 @@ pub struct MaskGitConfig {
     /// offset through its own table; positions off the grid add nothing. At radius 1 a slot
     /// sees an object that may move into it, and what it would meet there, in its own input.
     pub previous_frame_radius: usize,
+    /// The share of training clips whose previous-frame input reads, at the masked positions,
+    /// the model's own argmax predictions (from a first, gradient-free pass over the same
+    /// masked clip) instead of the true tokens (with `previous_frame_input`; 0 = every clip
+    /// reads the truth, not in Jasmine). A rollout reads only tokens it generated itself;
+    /// training on its own predictions shows the model the slips it must carry on from.
+    pub previous_frame_own_share: f64,
     /// Loss weights and backbone.
     #[serde(flatten)]
     pub tokens: TokenDynamicsConfig,
@@ -115,6 +121,7 @@ impl Default for MaskGitConfig {
             previous_frame_input: false,
             previous_frame_depth: 1,
             previous_frame_radius: 0,
+            previous_frame_own_share: 0.0,
             tokens: TokenDynamicsConfig::default(),
         }
     }

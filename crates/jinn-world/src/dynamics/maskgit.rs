@@ -39,3 +39,27 @@ pub fn draw_mask(
 pub fn mask_tensor(mask: &[bool], dims: [usize; 3], device: &Device) -> Tensor<3, Bool> {
     Tensor::from_data(TensorData::new(mask.to_vec(), dims), device)
 }
+
+/// Which of `b` clips read their previous-frame input from the model's own predictions
+/// (`previous_frame_own_share`), each with probability `share`, drawn from the clips' own
+/// streams for that purpose (so the masks do not change with the share).
+pub fn own_previous_clips(streams: &SampleStreams, b: usize, share: f64) -> Result<Vec<bool>, NnError> {
+    if share <= 0.0 {
+        return Ok(vec![false; b]);
+    }
+    let streams = (*streams).for_purpose("dynamics-own-previous");
+    Ok(clip_rngs(&streams, b)?.into_iter().map(|mut rng| rng.random_bool(share.min(1.0))).collect())
+}
+
+/// The tokens `[B, T, N]` a clip's previous-frame input reads: the true `tokens`, with the
+/// masked positions of the `own` clips replaced by `predicted` (row-major host data).
+pub fn own_previous_tokens(tokens: &[i64], predicted: &[i64], mask: &[bool], own: &[bool]) -> Vec<i64> {
+    let per_clip = tokens.len() / own.len().max(1);
+    tokens
+        .iter()
+        .zip(predicted)
+        .zip(mask)
+        .enumerate()
+        .map(|(i, ((&truth, &guess), &masked))| if masked && own[i / per_clip] { guess } else { truth })
+        .collect()
+}

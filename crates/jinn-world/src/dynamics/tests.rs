@@ -412,6 +412,41 @@ fn previous_frame_neighbourhood_reads_the_grid_around_each_slot() {
     assert!(err.contains("previous_frame_radius") && err.contains("patch grid"), "{err}");
 }
 
+/// `previous_frame_own_share`: clips drawn from their own streams (masks unchanged), each
+/// with the given probability; the read tokens take the prediction exactly at the masked
+/// positions of the drawn clips; a share out of [0, 1] or without the input is refused.
+#[test]
+fn own_previous_frames_are_drawn_per_clip_and_replace_only_masked_tokens() {
+    let b = 400;
+    let streams = SampleStreams::new(5, "test", 0, b);
+    assert_eq!(maskgit::own_previous_clips(&streams, b, 0.0).unwrap(), vec![false; b]);
+    assert_eq!(maskgit::own_previous_clips(&streams, b, 1.0).unwrap(), vec![true; b]);
+    let half = maskgit::own_previous_clips(&streams, b, 0.5).unwrap();
+    let drawn = half.iter().filter(|&&o| o).count();
+    assert!((150..250).contains(&drawn), "{drawn} of {b} clips at share 0.5");
+    assert_eq!(maskgit::own_previous_clips(&streams, b, 0.5).unwrap(), half, "reproducible");
+    let mask = maskgit::draw_mask([b, 3, 4], 0.5, true, &streams).unwrap();
+    assert_eq!(maskgit::draw_mask([b, 3, 4], 0.5, true, &streams).unwrap(), mask);
+
+    let (truth, guess) = (random_tokens([3, 2, 4], 9, 1), random_tokens([3, 2, 4], 9, 2));
+    let mask = maskgit::draw_mask([3, 2, 4], 0.0, false, &SampleStreams::new(1, "test", 0, 3)).unwrap();
+    let own = [true, false, true];
+    let read = maskgit::own_previous_tokens(&truth, &guess, &mask, &own);
+    for i in 0..truth.len() {
+        let want = if mask[i] && own[i / 8] { guess[i] } else { truth[i] };
+        assert_eq!(read[i], want, "position {i}");
+    }
+
+    let device = Device::flex();
+    for (input, share) in [(true, 1.5), (true, -0.1), (false, 0.5)] {
+        let mut bad = tiny(DynamicsKind::MASKGIT);
+        let settings = bad.maskgit_mut().unwrap();
+        (settings.previous_frame_input, settings.previous_frame_own_share) = (input, share);
+        let err = bad.init(11, 4, &device).unwrap_err().to_string();
+        assert!(err.contains("previous_frame_own_share"), "{err}");
+    }
+}
+
 /// A `[model]` section read as a run config reads it: TOML over the defaults, with overrides.
 fn resolve(toml: &str, sets: &[&str]) -> Result<DynamicsConfig, String> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -435,13 +470,14 @@ fn each_kind_reads_only_its_own_settings() {
             "previous_frame_input",
             "previous_frame_depth",
             "previous_frame_radius",
+            "previous_frame_own_share",
             "z_loss_weight",
             "changed_token_weight",
             "reversible",
         ];
         let own: &[&str] = match kind.name() {
             "maskgit" => &maskgit,
-            "causal" => &maskgit[5..],
+            "causal" => &maskgit[6..],
             _ => &["denoise_steps"],
         };
         for key in maskgit.into_iter().chain(["denoise_steps"]) {
@@ -456,6 +492,7 @@ fn each_kind_reads_only_its_own_settings() {
         ("causal", "previous_frame_input = true"),
         ("causal", "previous_frame_depth = 2"),
         ("causal", "previous_frame_radius = 1"),
+        ("causal", "previous_frame_own_share = 0.5"),
         ("diffusion", "mask_ratio_per_frame = true"),
         ("diffusion", "changed_token_weight = 2.0"),
         ("diffusion", "reversible = true"),

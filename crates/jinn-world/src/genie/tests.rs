@@ -222,6 +222,51 @@ fn lam_code_embedding_looks_up_the_codes_and_trains_only_the_table() {
     assert!(err.contains("model.lam_code_embedding") && err.contains("--lam"), "{err}");
 }
 
+/// `previous_frame_own_share = 1`: the previous-frame input reads, at the masked positions,
+/// the argmax of a first pass over the same masked clip; the loss still targets the true
+/// tokens, and gradients reach the dynamics through the second pass only.
+#[test]
+fn own_previous_frames_read_the_first_pass_argmax_at_the_masked_positions() {
+    let root = tempfile::tempdir().unwrap();
+    let (tok, _) = component_runs(root.path());
+    let device = Device::flex().autodiff();
+    let mut dynamics = tiny_dynamics(DynamicsKind::MASKGIT);
+    let settings = dynamics.maskgit_mut().unwrap();
+    (settings.previous_frame_input, settings.mask_limit, settings.previous_frame_own_share) =
+        (true, 0.0, 1.0);
+    let source = ActionSource::GroundTruth { num_actions: 3 };
+    let (genie, _) = assemble_genie(&tok, source, &dynamics, &device).unwrap();
+    let x = crate::frames_to_unit(&crate::lam::tests::moving_square(2, 4), [2, 4, 16, 16, 3], &device);
+    let acts = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 2, 0, 2, 1, 0, 1], [2, 4]), &device);
+    let streams = SampleStreams::new(3, "t", 0, 2);
+    let out = genie.forward(x.clone(), Some(acts.clone()), &streams).unwrap();
+
+    // The same by hand: mask, first pass, argmax at the masked positions, second pass.
+    let (latent, _) = genie.latent_actions(x, Some(acts)).unwrap(); // [b, t−1, la]
+    let dims = out.tokens.dims();
+    let mask = maskgit::draw_mask(dims, 0.0, false, &streams).unwrap();
+    let mask_t = maskgit::mask_tensor(&mask, dims, &device);
+    let first = genie.dynamics.logits(out.tokens.clone(), latent.clone(), Some(mask_t.clone())).unwrap();
+    let guess: Vec<i64> = first.clone().argmax(3).try_into_vec_as::<i64>().unwrap();
+    let truth: Vec<i64> = out.tokens.clone().try_into_vec_as::<i64>().unwrap();
+    let read: Vec<i64> =
+        truth.iter().zip(&guess).zip(&mask).map(|((&t, &g), &m)| if m { g } else { t }).collect();
+    assert!(read != truth, "the untrained model's guesses should differ from the truth somewhere");
+    let read = Tensor::<3, Int>::from_data(TensorData::new(read, dims), &device);
+    let want = genie
+        .dynamics
+        .logits_reading(out.tokens.clone(), read, latent, Some(mask_t), &mut |h| genie.dynamics.backbone(h));
+    let (got, want) = (bits_of4(out.logits.clone()), bits_of4(want.unwrap()));
+    assert_eq!(got, want, "the training logits are not the second pass over the own tokens");
+    assert_ne!(got, bits_of4(first), "the previous-frame input read the truth");
+    let grads = out.loss.backward();
+    assert!(genie.dynamics.previous_embed.as_ref().unwrap().val().grad(&grads).is_some());
+}
+
+fn bits_of4(t: Tensor<4>) -> Vec<u32> {
+    t.try_into_vec_as::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
+}
+
 /// Grounded codes: a transition whose recorded action has a leading code trains with it
 /// when its own code stands for another action; the rows come from the code table, or from
 /// the LAM's codebook without one. A code that stands for no action stays.

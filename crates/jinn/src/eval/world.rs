@@ -292,9 +292,10 @@ fn fmt_px(v: Option<f64>) -> String {
 
 /// The object table: one row per kind of generated frames, the game's columns.
 pub fn print_object_table(o: &WorldObjectMetrics) {
-    let rows: [(&str, &ObjectScores); 4] = [
+    let rows: [(&str, &ObjectScores); 5] = [
         ("model rollout", &o.rollout.overall),
         ("random actions", &o.random_actions.overall),
+        ("next frame (one step)", &o.next_frame.overall),
         ("copy last context frame", &o.copy_last_frame.overall),
         ("tokenizer reconstruction", &o.reconstruction.overall),
     ];
