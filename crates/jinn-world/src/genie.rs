@@ -328,7 +328,13 @@ impl Genie {
         if !own.contains(&true) {
             return Ok(tokens.clone());
         }
-        let first = self.dynamics.logits(tokens.clone(), latent.clone(), Some(mask_t.clone()))?.detach(); // [b, t, n, v]
+        // Off the autodiff tape: the pass keeps no activations (a reversible backbone's memory
+        // stays what it is) and pays no graph bookkeeping.
+        let first = self.dynamics.valid().logits(
+            tokens.clone().inner(),
+            latent.clone().inner(),
+            Some(mask_t.clone().inner()),
+        )?; // [b, t, n, v]
         let predicted: Vec<i64> = first.argmax(3).try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
         let truth: Vec<i64> = tokens.clone().try_into_vec_as::<i64>().expect("integer tensor data"); // [b, t, n]
         let read = maskgit::own_previous_tokens(&truth, &predicted, mask, &own);
