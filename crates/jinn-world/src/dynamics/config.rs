@@ -107,6 +107,8 @@ pub struct MaskGitConfig {
     /// masked clip) instead of the true tokens (with `previous_frame_input`; 0 = every clip
     /// reads the truth, not in Jasmine). A rollout reads only tokens it generated itself;
     /// training on its own predictions shows the model the slips it must carry on from.
+    /// Validation reads the same way, so its cross-entropy compares only between runs of one
+    /// share.
     pub previous_frame_own_share: f64,
     /// Loss weights and backbone.
     #[serde(flatten)]
