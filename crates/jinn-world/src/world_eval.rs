@@ -289,9 +289,9 @@ impl WorldEval {
         let recorded_t = recorded
             .as_ref()
             .map(|ids| Tensor::<2, Int>::from_data(TensorData::new(ids.clone(), [b, s]), &device));
-        let encoded = world.encode(videos.clone()).map_err(model_err)?; // tokens [b, s, n] or latents [b, s, n, l]
-        let (actions, lam_ids) =
-            world.latent_actions(videos, recorded_t, self.cfg.sampler.window).map_err(model_err)?; // [b, s−1, la]
+        let window = self.cfg.sampler.window;
+        let encoded = world.encode(videos.clone(), window).map_err(model_err)?; // tokens [b, s, n] or latents [b, s, n, l]
+        let (actions, lam_ids) = world.latent_actions(videos, recorded_t, window).map_err(model_err)?; // [b, s−1, la]
         self.pair_codes(lam_ids, recorded.as_deref(), truth, shape, [b, s])?;
 
         let sampler = SamplerConfig {
@@ -309,7 +309,7 @@ impl WorldEval {
         if let Some(o) = &mut self.objects {
             o.rollout.add(truth, &decoded, shape, [b, s], c).map_err(object_err)?;
             o.copy_last_frame.add(truth, &copied, shape, [b, s], c).map_err(object_err)?;
-            let reconstruction = to_u8(world.decode(encoded.clone()).map_err(model_err)?);
+            let reconstruction = to_u8(world.decode(encoded.clone(), window).map_err(model_err)?);
             o.reconstruction.add(truth, &reconstruction, shape, [b, s], c).map_err(object_err)?;
         }
 

@@ -52,18 +52,19 @@ pub trait World: std::fmt::Debug {
     /// The table action ids index `[K, La]`.
     fn action_table(&self) -> Tensor<2>;
 
-    /// Encode `videos` `[B, T, H, W, C]` in `[0, 1]` (the tokenizers are temporally causal:
-    /// the first `t` frames encode the same alone as within the clip).
-    fn encode(&self, videos: Tensor<5>) -> std::result::Result<Encoded, NnError>;
+    /// Encode `videos` `[B, T, H, W, C]` in `[0, 1]`, the tokenizer seeing at most `window`
+    /// frames at once (see [`windowed`]; `None`: the whole clip). The tokenizers are
+    /// temporally causal: the first `t` frames encode the same alone as within the clip.
+    fn encode(&self, videos: Tensor<5>, window: Option<usize>) -> std::result::Result<Encoded, NnError>;
 
     /// Decode `encoded` frames back to `[B, T, H, W, C]` in `[0, 1]` (the tokenizer's
-    /// reconstruction).
-    fn decode(&self, encoded: Encoded) -> std::result::Result<Tensor<5>, NnError>;
+    /// reconstruction), seeing at most `window` frames at once.
+    fn decode(&self, encoded: Encoded, window: Option<usize>) -> std::result::Result<Tensor<5>, NnError>;
 
     /// Roll out from the encoded `context` (`C` frames) to `frames` frames under `actions`
     /// `[B, frames−1, La]` with the model's sampler, and decode all frames
-    /// `[B, frames, H, W, C]` in `[0, 1]` (the context decoded too). Token models slide over
-    /// frames past [`SamplerConfig::window`], in the sampler and the decoder alike.
+    /// `[B, frames, H, W, C]` in `[0, 1]` (the context decoded too). Token models' samplers
+    /// slide over frames past [`SamplerConfig::window`]; every decoder does.
     fn rollout(
         &self,
         context: Encoded,

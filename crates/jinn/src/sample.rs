@@ -115,7 +115,7 @@ pub fn sample_rollout(a: &SampleArgs) -> anyhow::Result<SampleReport> {
 
     let window = a.sampler.config(a.seed, &a.ckpt).window;
     let (actions, labels) = rollout_actions(world, &a.actions, videos.clone(), &batch, s, window)?;
-    let context = world.encode(videos)?.first_frames(a.context); // tokens or latents
+    let context = world.encode(videos, window)?.first_frames(a.context); // tokens or latents
     let cfg = a.sampler.config(a.seed, &a.ckpt);
     let started = Instant::now();
     let generated = world.rollout(context, actions, s, &cfg).context("sampling the rollout")?; // [1, s, h, w, c]

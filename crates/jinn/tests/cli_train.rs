@@ -190,6 +190,14 @@ fn eval_and_plot_a_trained_run_and_explain_bad_input() {
     let usage = m["metrics"]["codebook_usage"].as_f64().unwrap();
     assert!(psnr.is_finite() && psnr > 0.0 && (0.0..=1.0).contains(&usage) && usage > 0.0, "{m}");
     assert_eq!(m["step"], 3);
+    // Breakout data: the reconstructions' objects, frames 1.. of each clip (2 batches of the
+    // run's 2 clips × 4 frames), in the table and the JSON.
+    assert!(t.contains("objects (breakout") && t.contains("reconstruction"), "{t}");
+    let objects = &m["objects"];
+    assert_eq!(objects["overall"]["frames"], 2 * 2 * 3, "{objects}");
+    assert_eq!(objects["per_frame"].as_array().unwrap().len(), 3, "{objects}");
+    let share = objects["overall"]["off_palette_share"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&share), "{objects}");
     // The GIF is two 16×16 panels side by side: wider than tall, frames of both clips.
     let decoder = gif::DecodeOptions::new().read_info(std::fs::File::open(&gif).unwrap()).unwrap();
     assert!(

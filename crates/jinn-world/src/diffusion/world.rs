@@ -5,6 +5,7 @@ use super::genie::DiffusionGenie;
 use super::sample::sample_diffusion;
 use crate::dynamics_kinds::DynamicsKind;
 use crate::sample::SamplerConfig;
+use crate::window::windowed;
 use crate::world_model::{genie_world_parts, Encoded, World};
 use burn::tensor::{Device, Tensor};
 use jinn_nn::NnError;
@@ -20,12 +21,12 @@ impl World for DiffusionGenie {
 
     genie_world_parts!();
 
-    fn encode(&self, videos: Tensor<5>) -> Result<Encoded, NnError> {
-        Ok(Encoded::Latents(self.tokenizer.encode(videos)?))
+    fn encode(&self, videos: Tensor<5>, window: Option<usize>) -> Result<Encoded, NnError> {
+        Ok(Encoded::Latents(windowed(videos, window, |v| self.tokenizer.encode(v))?))
     }
 
-    fn decode(&self, encoded: Encoded) -> Result<Tensor<5>, NnError> {
-        self.tokenizer.decode(encoded.into_latents("encoded")?)
+    fn decode(&self, encoded: Encoded, window: Option<usize>) -> Result<Tensor<5>, NnError> {
+        windowed(encoded.into_latents("encoded")?, window, |l| self.tokenizer.decode(l))
     }
 
     fn rollout(
@@ -37,6 +38,6 @@ impl World for DiffusionGenie {
     ) -> Result<Tensor<5>, NnError> {
         let latents =
             sample_diffusion(&self.dynamics, context.into_latents("context")?, actions, frames, cfg)?;
-        self.tokenizer.decode(latents)
+        self.decode(Encoded::Latents(latents), cfg.window)
     }
 }

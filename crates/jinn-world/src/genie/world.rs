@@ -20,12 +20,12 @@ impl World for Genie {
 
     genie_world_parts!();
 
-    fn encode(&self, videos: Tensor<5>) -> Result<Encoded, NnError> {
-        Ok(Encoded::Tokens(self.tokenizer.encode(videos)?))
+    fn encode(&self, videos: Tensor<5>, window: Option<usize>) -> Result<Encoded, NnError> {
+        Ok(Encoded::Tokens(windowed(videos, window, |v| self.tokenizer.encode(v))?))
     }
 
-    fn decode(&self, encoded: Encoded) -> Result<Tensor<5>, NnError> {
-        self.tokenizer.decode(encoded.into_tokens("encoded")?)
+    fn decode(&self, encoded: Encoded, window: Option<usize>) -> Result<Tensor<5>, NnError> {
+        windowed(encoded.into_tokens("encoded")?, window, |t| self.tokenizer.decode(t))
     }
 
     fn rollout(
@@ -38,6 +38,6 @@ impl World for Genie {
         let tokens = context.into_tokens("context")?;
         let device = tokens.device();
         let rollout = sample(&self.dynamics, tokens, actions, frames, cfg)?;
-        windowed(rollout.token_tensor(&device), cfg.window, |t| self.tokenizer.decode(t))
+        self.decode(Encoded::Tokens(rollout.token_tensor(&device)), cfg.window)
     }
 }

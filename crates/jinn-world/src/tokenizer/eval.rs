@@ -7,11 +7,13 @@
 use crate::data::{model_err, next_batch, to_u8};
 use crate::tokenizer::{frames_to_unit, Tokenizer, TokenizerOutput};
 use crate::vq_metrics::VqSums;
+use crate::world_eval::objects::{ObjectMetrics, ObjectTally};
 use jinn_data::gif_writer::{write_panels_gif, GifOptions, Panel};
 use jinn_data::loader::{Batch, Loader};
+use jinn_data::objects::Game;
 use jinn_nn::CodeUsage;
 use jinn_train::train_loop::Metrics;
-use jinn_train::Result;
+use jinn_train::{Result, TrainError};
 use std::path::Path;
 
 /// Add the host-side metrics of one forward `out` of `batch` to `sums`: the loss terms always;
@@ -52,13 +54,38 @@ fn batch_videos(model: &Tokenizer, batch: &Batch, clips: usize) -> burn::tensor:
 /// Reconstruction metrics of `model` (pass `model.valid()`: no autodiff, no dropout) over the
 /// next `batches` batches of `loader`.
 pub fn evaluate(model: &Tokenizer, loader: &mut Loader, batches: usize) -> Result<Metrics> {
+    Ok(evaluate_with_objects(model, loader, batches, None)?.0)
+}
+
+/// [`evaluate`], and for clips of a built-in `game` the object scores of the reconstructions
+/// ([`ObjectTally`]: frames `1..` of each clip, each against its true frame; the first has no
+/// frame before it for the maze's displacement). What the detector reads off the tokenizer's
+/// frames bounds what a world model on its tokens can score.
+pub fn evaluate_with_objects(
+    model: &Tokenizer,
+    loader: &mut Loader,
+    batches: usize,
+    game: Option<Game>,
+) -> Result<(Metrics, Option<ObjectMetrics>)> {
     let mut sums = VqSums::default();
+    let mut objects: Option<ObjectTally> = None;
     for _ in 0..batches {
         let batch = next_batch(loader)?;
         let out = model.forward_eval(batch_videos(model, &batch, batch.batch_size)).map_err(model_err)?;
         add_forward(&mut sums, &out, &batch, model.num_codes(), true)?;
+        if let Some(game) = game {
+            let s = batch.seq_len;
+            if s < 2 {
+                return Err(TrainError::config("data.seq_len", "object scores need clips of ≥ 2 frames"));
+            }
+            let tally = objects.get_or_insert_with(|| ObjectTally::new(game, s - 1));
+            let recon = to_u8(out.recon); // [b, t, h, w, c] u8
+            tally
+                .add(&batch.videos, &recon, batch.frame_shape, [batch.batch_size, s], 1)
+                .map_err(|e| TrainError::config("objects", e.to_string()))?;
+        }
     }
-    Ok(sums.into_metrics())
+    Ok((sums.into_metrics(), objects.map(|o| o.finish())))
 }
 
 /// Write an animated GIF of the first `clips` clips of `batch` (one after another), ground

@@ -1,14 +1,18 @@
-//! `jinn eval tokenizer`: reconstruction quality of a tokenizer checkpoint on a split.
+//! `jinn eval tokenizer`: reconstruction quality of a tokenizer checkpoint on a split and, on
+//! a built-in game's data, the objects of its reconstructions (the ceiling of a world model on
+//! its tokens).
 //!
 //! The model config comes from the checkpoint's `state.json` (no hyperparameters repeated on
 //! the command line); the split is read with the checkpoint's clip length.
 
 use crate::device::DeviceArgs;
+use crate::eval::world::print_object_rows;
 use anyhow::{bail, Context};
 use jinn_data::atomic_file::write_atomically;
 use jinn_data::loader::{Loader, LoaderConfig};
+use jinn_data::objects::Game;
 use jinn_train::checkpoint::{latest_good, Checkpoint, STATE_FILE};
-use jinn_world::tokenizer::eval::{evaluate, write_recon_gif};
+use jinn_world::tokenizer::eval::{evaluate_with_objects, write_recon_gif};
 use jinn_world::tokenizer::task::open_split;
 use jinn_world::{TokenizerRunConfig, TOKENIZER_KIND};
 use std::path::{Path, PathBuf};
@@ -109,7 +113,9 @@ pub fn run(a: EvalTokenizerArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
 
-    let metrics = evaluate(&model, &mut Loader::new(data.clone(), loader_cfg)?, a.batches)?;
+    let game = data.metadata().and_then(|m| Game::from_env_name(&m.env));
+    let (metrics, objects) =
+        evaluate_with_objects(&model, &mut Loader::new(data.clone(), loader_cfg)?, a.batches, game)?;
     println!(
         "tokenizer at step {} ({}) on {}/{}: {} batches of {batch_size} clips × {} frames",
         ckpt.state.step,
@@ -127,6 +133,13 @@ pub fn run(a: EvalTokenizerArgs) -> anyhow::Result<()> {
         metrics["mse"],
         metrics["loss"]
     );
+    if let (Some(game), Some(o)) = (game, &objects) {
+        println!(
+            "objects ({}, frames 1.. of each clip, read off the frames by the detector that reads the ground truth):",
+            game.name()
+        );
+        print_object_rows(game.name(), &[("reconstruction", &o.overall)]);
+    }
     if let Some(path) = &a.json {
         let json = serde_json::json!({
             "checkpoint": ckpt.dir,
@@ -136,6 +149,7 @@ pub fn run(a: EvalTokenizerArgs) -> anyhow::Result<()> {
             "batches": a.batches,
             "batch_size": batch_size,
             "metrics": metrics,
+            "objects": objects,
         });
         write_atomically(path, serde_json::to_string_pretty(&json)?.as_bytes())?;
         println!("metrics written to {}", path.display());

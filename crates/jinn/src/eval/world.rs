@@ -300,10 +300,25 @@ pub fn print_object_table(o: &WorldObjectMetrics) {
         ("tokenizer reconstruction", &o.reconstruction.overall),
     ];
     println!("  objects ({}, read off the frames by the same detector as the ground truth):", o.game);
-    if o.game == "maze" {
+    if print_object_rows(&o.game, &rows) {
+        println!(
+            "  targets: ball recall ≥ 0.9, hallucination ≤ 0.05, ball error median ≤ 3 px and p90 ≤ 8 px,"
+        );
+        println!("  paddle error median ≤ 1 px; errors in px of the frame, brick error in bricks");
+    }
+    if let Some(spread) = &o.rollout.clip_spread {
+        print_clip_spread(spread);
+    }
+    print_ball_by_event(&o.rollout.by_first_event, o.rollout.without_serves.as_ref());
+}
+
+/// One row of object scores per kind of frames, with the columns of `game` (`"maze"`, else
+/// breakout's); true when the columns are breakout's.
+pub fn print_object_rows(game: &str, rows: &[(&str, &ObjectScores)]) -> bool {
+    if game == "maze" {
         println!("  {:<26} {:>13} {:>10} {:>11}", "", "displacement", "coin err", "off-palette");
         println!("  {:<26} {:>13} {:>10} {:>11}", "", "wrong", "(mean)", "share");
-        for (name, r) in rows {
+        for &(name, r) in rows {
             println!(
                 "  {name:<26} {:>13} {:>10} {:>11.4}",
                 fmt_share(r.displacement_error),
@@ -311,7 +326,7 @@ pub fn print_object_table(o: &WorldObjectMetrics) {
                 r.off_palette_share
             );
         }
-        return;
+        return false;
     }
     println!(
         "  {:<26} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11}",
@@ -321,7 +336,7 @@ pub fn print_object_table(o: &WorldObjectMetrics) {
         "  {:<26} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11}",
         "", "recall", "halluc.", "median", "p90", "err med", "err", "share"
     );
-    for (name, r) in rows {
+    for &(name, r) in rows {
         println!(
             "  {name:<26} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11.4}",
             fmt_share(r.ball_recall),
@@ -333,12 +348,7 @@ pub fn print_object_table(o: &WorldObjectMetrics) {
             r.off_palette_share
         );
     }
-    println!("  targets: ball recall ≥ 0.9, hallucination ≤ 0.05, ball error median ≤ 3 px and p90 ≤ 8 px,");
-    println!("  paddle error median ≤ 1 px; errors in px of the frame, brick error in bricks");
-    if let Some(spread) = &o.rollout.clip_spread {
-        print_clip_spread(spread);
-    }
-    print_ball_by_event(&o.rollout.by_first_event, o.rollout.without_serves.as_ref());
+    true
 }
 
 /// How far the model rollout's ball scores would move with another draw of clips.

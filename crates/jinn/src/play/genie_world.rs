@@ -11,7 +11,7 @@ use jinn_data::FrameShape;
 use jinn_nn::ops::on_cpu;
 use jinn_serve::{ActionInfo, Frame, ModelError, ModelInfo, SplitInfo, StartSource, WorldModel, WorldState};
 use jinn_world::code_partners::{code_partners, lam_code_counts};
-use jinn_world::{frames_to_u8, frames_to_unit, load_genie, sample, Genie, SamplerConfig};
+use jinn_world::{frames_to_u8, frames_to_unit, load_genie, sample, Genie, SamplerConfig, World};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -30,6 +30,8 @@ pub struct GenieWorld {
     action_table: Tensor<2>,
     /// Frames the dynamics sees at once (at most its training `seq_len`).
     window: usize,
+    /// The training clip length (`seq_len`): the most frames any part of the model sees at once.
+    trained: usize,
     /// Tokens per frame.
     tokens_per_frame: usize,
     /// Dataset the sessions can start from (`--data`), with its split names.
@@ -119,6 +121,7 @@ impl GenieWorld {
             info,
             action_table,
             window,
+            trained,
             tokens_per_frame,
             data: data.map(Path::to_path_buf),
             sampler,
@@ -136,14 +139,16 @@ impl GenieWorld {
     }
 
     /// The tokenizer's reconstruction of `frames` (`[T, H, W, C]` u8 of `shape`), one frame
-    /// per entry: what the model's own frames look like at best.
+    /// per entry: what the model's own frames look like at best. Each frame is encoded and
+    /// decoded with the `window` frames ending at it, as a play step decodes its newest frame.
     pub fn reconstruct(&self, frames: &[u8], shape: FrameShape) -> anyhow::Result<Vec<Vec<u8>>> {
         let t = frames.len() / shape.frame_bytes();
         self.on_pool(|| {
             let genie = self.genie.lock().map_err(|_| anyhow::anyhow!("model lock poisoned"))?;
             let video =
                 frames_to_unit(frames, [1, t, shape.height, shape.width, shape.channels], &self.device);
-            let decoded = genie.tokenizer.decode(genie.tokenizer.encode(video)?)?; // [1, t, h, w, c]
+            let window = Some(self.window);
+            let decoded = World::decode(&*genie, World::encode(&*genie, video, window)?, window)?; // [1, t, h, w, c]
             let pixels = frames_to_u8(decoded);
             Ok(pixels.chunks_exact(shape.frame_bytes()).map(<[u8]>::to_vec).collect())
         })
@@ -160,7 +165,7 @@ impl GenieWorld {
             }
             let video =
                 frames_to_unit(frames, [1, t, shape.height, shape.width, shape.channels], &self.device);
-            let (_, ids) = genie.latent_actions(video, None)?;
+            let (_, ids) = World::latent_actions(&*genie, video, None, Some(self.trained))?;
             let ids = ids.ok_or_else(|| anyhow::anyhow!("the LAM returned no codes"))?; // [T − 1]
             let ids = ids.try_into_vec_as::<i64>().map_err(|e| anyhow::anyhow!("{e:?}"))?;
             Ok(Some(ids.into_iter().map(|i| i as u32).collect()))
