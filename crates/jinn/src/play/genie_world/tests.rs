@@ -106,3 +106,47 @@ fn without_data_the_codes_keep_neutral_labels_and_a_bad_window_is_named() {
         GenieWorld::new(genie, "tiny".into(), 4, None, SamplerConfig::default(), Some(5)).err().unwrap();
     assert!(err.to_string().contains("--window 5: expected 2..=4"), "{err}");
 }
+
+#[test]
+fn reconstructions_and_codes_of_a_long_clip_see_the_windows_ending_at_each_frame() {
+    let genie = tiny_genie(1);
+    let world =
+        GenieWorld::new(genie.clone(), "tiny".into(), 4, None, SamplerConfig::default(), Some(3)).unwrap();
+    let shape = world.info().frame;
+    let fb = shape.frame_bytes();
+    let pixels = random_frames(6, 3); // [6, 16, 16, 3]
+    let device = Device::flex();
+    let clip = |from: usize, to: usize| {
+        frames_to_unit(&pixels[from * fb..to * fb], [1, to - from, 16, 16, 3], &device)
+    };
+
+    // Naive loops: frame t's tokens from the encoder on the play window (3) ending at it, its
+    // pixels from the decoder on the window of those tokens ending at it.
+    let tokens: Vec<Tensor<3, Int>> = (0..6usize)
+        .map(|t| {
+            let from = (t + 1).saturating_sub(3);
+            let tokens = genie.tokenizer.encode(clip(from, t + 1)).unwrap(); // [1, t + 1 − from, n]
+            tokens.narrow(1, t - from, 1)
+        })
+        .collect();
+    let recon = world.reconstruct(&pixels, shape).unwrap();
+    assert_eq!(recon.len(), 6);
+    for (t, frame) in recon.iter().enumerate() {
+        let from = (t + 1).saturating_sub(3);
+        let decoded = genie.tokenizer.decode(Tensor::cat(tokens[from..=t].to_vec(), 1)).unwrap();
+        let want = frames_to_u8(decoded); // [t + 1 − from, 16, 16, 3]
+        assert_eq!(frame, &want[want.len() - fb..].to_vec(), "frame {t}");
+    }
+    let whole = frames_to_u8(genie.tokenizer.decode(genie.tokenizer.encode(clip(0, 6)).unwrap()).unwrap());
+    assert_ne!(recon[5], whole[5 * fb..].to_vec(), "the whole clip at once is not what play decodes");
+
+    // Codes: transition t → t + 1 from the LAM on the training-length window (4) ending at t + 1.
+    let codes = world.latent_codes(&pixels, shape).unwrap().unwrap();
+    assert_eq!(codes.len(), 5);
+    for (t, &code) in codes.iter().enumerate() {
+        let from = (t + 2).saturating_sub(4);
+        let (_, ids) = genie.latent_actions(clip(from, t + 2), None).unwrap();
+        let ids = ids.unwrap().try_into_vec_as::<i64>().unwrap();
+        assert_eq!(code as i64, *ids.last().unwrap(), "transition {t}");
+    }
+}
